@@ -1,0 +1,148 @@
+# SPDX-License-Identifier: MIT
+# pagepipe: GNU make.  `make`, `make check`, `make bench`, `make demo`,
+# `make install` (PREFIX, DESTDIR).  SAN=asan or SAN=tsan builds into
+# build-asan/ or build-tsan/.  V=1 shows the commands.
+
+NAME      := pagepipe
+VERSION   := 0.1.0
+SOVERSION := 0
+
+PREFIX    ?= /usr/local
+LIBDIR    ?= $(PREFIX)/lib
+INCDIR    ?= $(PREFIX)/include
+BINDIR    ?= $(PREFIX)/bin
+MANDIR    ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+
+CC        ?= cc
+CFLAGS    ?= -O2 -g
+WERROR    ?= -Werror
+override CFLAGS += -std=gnu11 -Wall -Wextra $(WERROR) -D_GNU_SOURCE -Iinclude -pthread
+override LDFLAGS += -pthread
+
+SAN ?=
+ifeq ($(SAN),asan)
+override CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+override LDFLAGS += -fsanitize=address,undefined
+B ?= build-asan
+else ifeq ($(SAN),tsan)
+override CFLAGS += -fsanitize=thread -fno-omit-frame-pointer
+override LDFLAGS += -fsanitize=thread
+B ?= build-tsan
+else
+B ?= build
+endif
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+LIB_SRC   := $(sort $(wildcard src/*.c))
+LIB_OBJ   := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
+LIB_PIC   := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
+TEST_SRC  := $(sort $(filter-out test/helpers.c test/fuzz-%.c,$(wildcard test/*.c)))
+TESTS     := $(TEST_SRC:test/%.c=$(B)/test/%)
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCHES   := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
+EX_SRC    := $(sort $(wildcard examples/*.c))
+EXAMPLES  := $(EX_SRC:examples/%.c=$(B)/examples/%)
+TOOL_SRC  := $(sort $(wildcard tools/*.c))
+TOOL      := $(B)/pagepipe
+HDRS      := include/pagepipe.h src/internal.h
+
+STATIC    := $(B)/lib$(NAME).a
+SHARED    := $(B)/lib$(NAME).so.$(VERSION)
+
+.PHONY: all lib tests benches examples tools check bench demo install uninstall clean stress fuzz valgrind
+all: lib tools examples tests benches
+
+lib: $(STATIC) $(SHARED)
+
+$(B)/obj/%.o: src/%.c $(HDRS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -fvisibility=hidden -c -o $@ $<
+
+$(B)/pic/%.o: src/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(STATIC): $(LIB_OBJ)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(SHARED): $(LIB_PIC) src/pagepipe.map
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared -Wl,-soname,lib$(NAME).so.$(SOVERSION) -Wl,--version-script=src/pagepipe.map \
+		-Wl,-z,defs $(LDFLAGS) -o $@ $(LIB_PIC)
+	$(Q)ln -sf lib$(NAME).so.$(VERSION) $(B)/lib$(NAME).so.$(SOVERSION)
+	$(Q)ln -sf lib$(NAME).so.$(SOVERSION) $(B)/lib$(NAME).so
+
+$(B)/test/helpers.o: test/helpers.c test/helpers.h include/pagepipe.h
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -Isrc -c -o $@ $<
+
+# Tests link the static library so that they can reach the pp__ test hooks.
+$(B)/test/%: test/%.c $(B)/test/helpers.o $(STATIC) test/helpers.h
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  TEST    $@")
+	$(Q)$(CC) $(CFLAGS) -Isrc -o $@ $< $(B)/test/helpers.o $(STATIC) $(LDFLAGS)
+
+$(B)/bench/%: bench/%.c $(STATIC) $(wildcard bench/*.h)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  BENCH   $@")
+	$(Q)$(CC) $(CFLAGS) -Isrc -o $@ $< $(STATIC) $(LDFLAGS)
+
+$(B)/examples/%: examples/%.c $(STATIC)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS)
+
+$(TOOL): $(TOOL_SRC) $(STATIC) $(wildcard tools/*.h)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  TOOL    $@")
+	$(Q)$(CC) $(CFLAGS) -Isrc -o $@ $(TOOL_SRC) $(STATIC) $(LDFLAGS)
+
+tests: $(TESTS)
+benches: $(BENCHES)
+examples: $(EXAMPLES)
+tools: $(TOOL)
+
+# The test command the README names.
+check: all
+	$(Q)B=$(B) test/runtests.sh $(TESTS)
+
+bench: $(BENCHES) $(TOOL)
+	$(Q)B=$(B) bench/run.sh
+
+demo: $(TOOL) $(EXAMPLES)
+	$(Q)B=$(B) tools/demo.sh
+
+stress: $(B)/test/stress-threads
+	$(Q)PP_STRESS_SECONDS=$${PP_STRESS_SECONDS:-60} $(B)/test/stress-threads
+
+$(B)/lib$(NAME).pc: lib$(NAME).pc.in
+	@mkdir -p $(@D)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+		-e 's|@VERSION@|$(VERSION)|' $< > $@
+
+install: lib $(TOOL) $(B)/lib$(NAME).pc
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
+	install -m 644 include/pagepipe.h $(DESTDIR)$(INCDIR)/pagepipe.h
+	install -m 644 $(STATIC) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(SHARED) $(DESTDIR)$(LIBDIR)/
+	ln -sf lib$(NAME).so.$(VERSION) $(DESTDIR)$(LIBDIR)/lib$(NAME).so.$(SOVERSION)
+	ln -sf lib$(NAME).so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/lib$(NAME).so
+	install -m 644 $(B)/lib$(NAME).pc $(DESTDIR)$(PKGCONFIGDIR)/
+	install -m 755 $(TOOL) $(DESTDIR)$(BINDIR)/pagepipe
+	for m in man/*.1; do [ -f "$$m" ] && install -m 644 $$m $(DESTDIR)$(MANDIR)/man1/ || true; done
+	for m in man/*.3; do [ -f "$$m" ] && install -m 644 $$m $(DESTDIR)$(MANDIR)/man3/ || true; done
+
+uninstall:
+	rm -f $(DESTDIR)$(INCDIR)/pagepipe.h $(DESTDIR)$(LIBDIR)/lib$(NAME).* \
+		$(DESTDIR)$(PKGCONFIGDIR)/lib$(NAME).pc $(DESTDIR)$(BINDIR)/pagepipe
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz

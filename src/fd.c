@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fd.c - OS descriptors as endpoints: what every kind shares.
+ *
+ * A file made by pp_fdopen() behaves as its descriptor: read, write and
+ * poll pass straight through.  The copying splice helpers here are the
+ * fallback every kind can use; the kinds with a faster path (regular
+ * files, kernel pipes, sockets) have files of their own.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+ssize_t pp__fd_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
+{
+	ssize_t r = readv(f->fd, iov, iovcnt);
+
+	return r < 0 ? -errno : r;
+}
+
+ssize_t pp__fd_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
+{
+	ssize_t r = writev(f->fd, iov, iovcnt);
+
+	return r < 0 ? -errno : r;
+}
+
+short pp__fd_poll(struct pp_file *f, short events)
+{
+	struct pollfd pfd = { f->fd, events, 0 };
+
+	if (poll(&pfd, 1, 0) < 0)
+		return POLLERR;
+	return pfd.revents;
+}
+
+int pp__fd_release(struct pp_file *f)
+{
+	(void)f;	/* pp_fdopen() never owns the descriptor */
+	return 0;
+}
+
+/* Retry on EINTR; one boundary for the fault-injection hook. */
+static ssize_t sys_readv(int fd, const struct iovec *iov, int n, off_t *pos)
+{
+	for (;;) {
+		int e = pp__fault(PP_FAULT_READ);
+		ssize_t r;
+
+		if (e)
+			return e;
+		r = pos ? preadv(fd, iov, n, *pos) : readv(fd, iov, n);
+		if (r >= 0)
+			return r;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+static ssize_t sys_writev(int fd, const struct iovec *iov, int n, off_t *pos)
+{
+	for (;;) {
+		int e = pp__fault(PP_FAULT_WRITE);
+		ssize_t r;
+
+		if (e)
+			return e;
+		r = pos ? pwritev(fd, iov, n, *pos) : writev(fd, iov, n);
+		if (r >= 0)
+			return r;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+/*
+ * Read into fresh anonymous pages (copy_splice_read): one buffer per page,
+ * never mergeable, since the pipe did not write them.
+ */
+ssize_t pp__fd_splice_read_copy(struct pp_file *in, off_t *pos, struct pp_buf *bufs,
+				unsigned int nr_bufs, size_t len, unsigned int flags)
+{
+	const size_t psz = pp__page_size;
+	struct iovec iov[PP_IOV_MAX];
+	unsigned int n = (unsigned int)min_t(size_t, nr_bufs, (len + psz - 1) / psz);
+	size_t want = 0;
+	ssize_t r;
+
+	(void)flags;
+	n = min_t(unsigned int, n, PP_IOV_MAX);
+	for (unsigned int i = 0; i < n; i++) {
+		iov[i].iov_base = pp__page_alloc(NULL);
+		if (!iov[i].iov_base) {
+			n = i;
+			break;
+		}
+		iov[i].iov_len = min_t(size_t, psz, len - want);
+		want += iov[i].iov_len;
+	}
+	if (!n)
+		return -ENOMEM;
+	r = sys_readv(in->fd, iov, (int)n, pos);
+	for (unsigned int i = 0; i < n; i++) {
+		size_t got = r > 0 ? min_t(size_t, (size_t)r - min_t(size_t, (size_t)r, i * psz), psz) : 0;
+
+		if (!got) {
+			pp__page_put(NULL, iov[i].iov_base);
+			continue;
+		}
+		bufs[i] = (struct pp_buf){
+			.page = iov[i].iov_base,
+			.len = (unsigned int)got,
+			.ops = &pp_anon_buf_ops,
+		};
+	}
+	if (r > 0 && pos)
+		*pos += r;
+	return r;
+}
+
+/*
+ * Write the front of the buffers with one writev: memory buffers as they
+ * are, mapped ones between map and unmap, file buffers read into scratch
+ * pages first (a kind with a kernel path for those does not come here).
+ */
+ssize_t pp__fd_splice_write_copy(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
+				 unsigned int nr_bufs, size_t len, unsigned int flags)
+{
+	struct iovec iov[PP_IOV_MAX];
+	void *mapped[PP_IOV_MAX], *scratch[PP_IOV_MAX];
+	unsigned int n = 0;
+	size_t total = 0;
+	ssize_t r = 0;
+
+	(void)flags;
+	for (; n < nr_bufs && n < PP_IOV_MAX && total < len; n++) {
+		struct pp_buf *buf = &bufs[n];
+		size_t take = min_t(size_t, buf->len, len - total);
+		int ofd;
+		off_t opos;
+
+		mapped[n] = scratch[n] = NULL;
+		if (!buf->ops->map && buf->page) {
+			iov[n].iov_base = (char *)buf->page + buf->offset;
+		} else if (!buf->ops->map && pp__buf_origin(NULL, buf, &ofd, &opos) == 0) {
+			ssize_t got;
+
+			scratch[n] = pp__page_alloc(NULL);
+			if (!scratch[n]) {
+				r = -ENOMEM;
+				break;
+			}
+			got = pp__buf_copy_out(NULL, buf, 0, scratch[n], take);
+			if (got <= 0) {
+				r = got ? got : -ENODATA;
+				pp__page_put(NULL, scratch[n]);
+				scratch[n] = NULL;
+				break;
+			}
+			take = (size_t)got;
+			iov[n].iov_base = scratch[n];
+		} else {
+			mapped[n] = pp__buf_map(NULL, buf);
+			if (!mapped[n]) {
+				r = -EIO;
+				break;
+			}
+			iov[n].iov_base = (char *)mapped[n] + buf->offset;
+		}
+		iov[n].iov_len = take;
+		total += take;
+	}
+	if (n && (r == 0 || total)) {
+		/* Anything gathered goes out; an error behind it waits for the next call. */
+		unsigned int cnt = n;
+
+		if (r < 0)
+			cnt = n;	/* the failed entry was never added */
+		r = sys_writev(out->fd, iov, (int)cnt, pos);
+		if (r > 0 && pos)
+			*pos += r;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		if (mapped[i])
+			pp__buf_unmap(NULL, &bufs[i], mapped[i]);
+		if (scratch[i])
+			pp__page_put(NULL, scratch[i]);
+	}
+	return r;
+}
+
+const struct pp_file_ops pp__fd_ops = {
+	.readv		= pp__fd_readv,
+	.writev		= pp__fd_writev,
+	.poll		= pp__fd_poll,
+	.release	= pp__fd_release,
+	.name		= "descriptor",
+};

@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: MIT
+/*
+ * file.c - struct pp_file and the public entry points.
+ *
+ * This is the one errno boundary: everything below returns -errno, and the
+ * calls here turn that into -1 and errno (pp__ret).  Each call holds a
+ * reference on its file while in flight, so a pp_close() in another thread
+ * only drops the file's "open" reference; the end is released (a reader or
+ * writer goes away) when the last call using it returns, as close(2) does
+ * for a file another thread is reading.
+ */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct pp_file *pp__file_alloc(const struct pp_file_ops *ops, enum pp_kind kind, int flags)
+{
+	struct pp_file *f;
+
+	if (pp__fault(PP_FAULT_ALLOC))
+		return NULL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->ops = ops;
+	f->kind = kind;
+	f->fd = -1;
+	atomic_init(&f->refs, 1);
+	atomic_init(&f->flags, flags);
+	return f;
+}
+
+void pp__file_put(struct pp_file *f)
+{
+	if (atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	if (f->ops->release)
+		f->ops->release(f);
+	if (f->fref)
+		pp__file_ref_put(f->fref);
+	free(f);
+}
+
+ssize_t pp__iov_total(const struct iovec *iov, int iovcnt)
+{
+	size_t total = 0;
+
+	if (iovcnt < 0 || iovcnt > PP_IOV_MAX)
+		return -EINVAL;
+	if (iovcnt && !iov)
+		return -EFAULT;
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len > (size_t)SSIZE_MAX)
+			return -EINVAL;
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return -EFAULT;
+		total += min_t(size_t, iov[i].iov_len, PP_MAX_RW);
+		if (total > PP_MAX_RW)
+			total = PP_MAX_RW;	/* longer transfers are short, as in Linux */
+	}
+	return (ssize_t)total;
+}
+
+PP_EXPORT int pp_close(struct pp_file *f)
+{
+	if (!f)
+		return (int)pp__ret(-EBADF);
+	pp__file_put(f);
+	return 0;
+}
+
+static ssize_t do_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
+{
+	ssize_t r;
+
+	if (!f || !pp__file_readable(f))
+		return -EBADF;
+	if (!f->ops->readv)
+		return -EINVAL;
+	pp__file_get(f);
+	r = f->ops->readv(f, iov, iovcnt);
+	pp__file_put(f);
+	return r;
+}
+
+static ssize_t do_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
+{
+	ssize_t r;
+
+	if (!f || !pp__file_writable(f))
+		return -EBADF;
+	if (!f->ops->writev)
+		return -EINVAL;
+	pp__file_get(f);
+	r = f->ops->writev(f, iov, iovcnt);
+	pp__file_put(f);
+	return r;
+}
+
+PP_EXPORT ssize_t pp_read(struct pp_file *f, void *buf, size_t count)
+{
+	struct iovec iov = { buf, count };
+
+	if (f && f->kind != PP_KIND_PIPE && f->kind != PP_KIND_USER) {
+		ssize_t r = read(f->fd, buf, count);	/* exactly read(2) */
+
+		return r;
+	}
+	if (count > (size_t)SSIZE_MAX)
+		count = iov.iov_len = PP_MAX_RW;
+	return pp__ret(do_readv(f, &iov, 1));
+}
+
+PP_EXPORT ssize_t pp_write(struct pp_file *f, const void *buf, size_t count)
+{
+	struct iovec iov = { (void *)buf, count };
+
+	if (f && f->kind != PP_KIND_PIPE && f->kind != PP_KIND_USER)
+		return write(f->fd, buf, count);	/* exactly write(2) */
+	if (count > (size_t)SSIZE_MAX)
+		count = iov.iov_len = PP_MAX_RW;
+	return pp__ret(do_writev(f, &iov, 1));
+}
+
+PP_EXPORT ssize_t pp_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
+{
+	return pp__ret(do_readv(f, iov, iovcnt));
+}
+
+PP_EXPORT ssize_t pp_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
+{
+	return pp__ret(do_writev(f, iov, iovcnt));
+}
+
+/* ---------------------------------------------------------------------- */
+
+static enum pp_kind fd_kind(int fd, int *sock_type)
+{
+	struct stat st;
+	socklen_t sl = sizeof(*sock_type);
+
+	if (fstat(fd, &st) < 0)
+		return PP_KIND_OTHER;
+	switch (st.st_mode & S_IFMT) {
+	case S_IFREG:
+		return PP_KIND_REG;
+	case S_IFIFO:
+		return PP_KIND_FIFO;
+	case S_IFSOCK:
+		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, sock_type, &sl) < 0)
+			*sock_type = 0;
+		return PP_KIND_SOCK;
+	case S_IFCHR:
+		return PP_KIND_CHR;
+	default:
+		return PP_KIND_OTHER;
+	}
+}
+
+static const struct pp_file_ops *kind_ops(enum pp_kind kind)
+{
+	switch (kind) {
+	case PP_KIND_REG:
+		return &pp__reg_ops;
+	case PP_KIND_FIFO:
+		return &pp__fifo_ops;
+	case PP_KIND_SOCK:
+		return &pp__sock_ops;
+	case PP_KIND_CHR:
+		return &pp__chr_ops;
+	default:
+		return &pp__fd_ops;
+	}
+}
+
+PP_EXPORT struct pp_file *pp_fdopen(int fd)
+{
+	struct pp_file *f;
+	enum pp_kind kind;
+	int fl, sock_type = 0;
+
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return NULL;	/* errno: EBADF */
+	if ((fl & O_PATH) == O_PATH) {
+		errno = EBADF;
+		return NULL;
+	}
+	kind = fd_kind(fd, &sock_type);
+	f = pp__file_alloc(kind_ops(kind), kind, fl);
+	if (!f) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	f->fd = fd;
+	f->sock_type = sock_type;
+	return f;
+}
+
+PP_EXPORT struct pp_file *pp_file_new(const struct pp_file_ops *ops, int flags, void *private)
+{
+	struct pp_file *f;
+
+	if (!ops || (flags & ~(O_ACCMODE | O_NONBLOCK)) || (flags & O_ACCMODE) == O_ACCMODE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	f = pp__file_alloc(ops, PP_KIND_USER, flags);
+	if (!f) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	f->private = private;
+	return f;
+}
+
+PP_EXPORT void *pp_file_private(struct pp_file *f)
+{
+	return f && f->kind == PP_KIND_USER ? f->private : NULL;
+}
+
+PP_EXPORT int pp_file_fd(struct pp_file *f)
+{
+	if (!f)
+		return (int)pp__ret(-EBADF);
+	if (f->fd < 0)
+		return (int)pp__ret(-EINVAL);
+	return f->fd;
+}
+
+PP_EXPORT int pp_file_event_fd(struct pp_file *f)
+{
+	int r;
+
+	if (!f)
+		return (int)pp__ret(-EBADF);
+	if (!pp__is_pipe(f))
+		return (int)pp__ret(-EINVAL);
+	pp__file_get(f);
+	r = pp__pipe_event_fd(f);
+	pp__file_put(f);
+	return (int)pp__ret(r);
+}
+
+PP_EXPORT ssize_t pp_pipe_add_buf(struct pp_file *f, const struct pp_buf *buf, unsigned int flags)
+{
+	ssize_t r;
+
+	if (!f)
+		return pp__ret(-EBADF);
+	if (!pp__is_pipe(f))
+		return pp__ret(-EINVAL);
+	if (flags & ~SPLICE_F_ALL)
+		return pp__ret(-EINVAL);
+	pp__file_get(f);
+	r = pp__pipe_add_buf(f, buf, flags);
+	pp__file_put(f);
+	return pp__ret(r);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* The status flags F_SETFL may change, as setfl() in fs/fcntl.c. */
+#define SETFL_MASK	(O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_ASYNC)
+#define PP_FD_CLOEXEC_FLAG	0x20000000	/* internal: F_SETFD state of a pagepipe end */
+
+static int pipe_fcntl(struct pp_file *f, int cmd, unsigned long arg)
+{
+	int fl = pp__file_flags(f);
+
+	switch (cmd) {
+	case F_GETFL:
+		return fl & ~(PP_O_NOSIGPIPE | PP_FD_CLOEXEC_FLAG);
+	case F_SETFL:
+		atomic_store(&f->flags, (fl & ~SETFL_MASK) | ((int)arg & SETFL_MASK));
+		return 0;
+	case F_GETFD:
+		return fl & PP_FD_CLOEXEC_FLAG ? FD_CLOEXEC : 0;
+	case F_SETFD:
+		if (arg & FD_CLOEXEC)
+			atomic_fetch_or(&f->flags, PP_FD_CLOEXEC_FLAG);
+		else
+			atomic_fetch_and(&f->flags, ~PP_FD_CLOEXEC_FLAG);
+		return 0;
+	default:
+		return pp__pipe_fcntl(f, cmd, arg);
+	}
+}
+
+PP_EXPORT int pp_fcntl(struct pp_file *f, int cmd, ...)
+{
+	unsigned long arg;
+	va_list ap;
+	int r;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, unsigned long);
+	va_end(ap);
+
+	if (!f)
+		return (int)pp__ret(-EBADF);
+	if (f->fd >= 0) {
+		r = fcntl(f->fd, cmd, arg);
+		if (r >= 0 && cmd == F_SETFL)
+			atomic_store(&f->flags, fcntl(f->fd, F_GETFL));
+		return r;
+	}
+	pp__file_get(f);
+	if (pp__is_pipe(f))
+		r = pipe_fcntl(f, cmd, arg);
+	else if (cmd == F_GETFL)
+		r = pp__file_flags(f);
+	else if (cmd == F_SETFL) {
+		atomic_store(&f->flags, (pp__file_flags(f) & ~O_NONBLOCK) | ((int)arg & O_NONBLOCK));
+		r = 0;
+	} else
+		r = -EINVAL;
+	pp__file_put(f);
+	return (int)pp__ret(r);
+}
+
+PP_EXPORT int pp_ioctl(struct pp_file *f, unsigned long request, ...)
+{
+	void *arg;
+	va_list ap;
+	int r;
+
+	va_start(ap, request);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+
+	if (!f)
+		return (int)pp__ret(-EBADF);
+	if (f->fd >= 0)
+		return ioctl(f->fd, request, arg);
+	if (!pp__is_pipe(f) || request != FIONREAD)
+		return (int)pp__ret(-ENOTTY);
+	if (!arg)
+		return (int)pp__ret(-EFAULT);
+	pp__file_get(f);
+	r = pp__pipe_fionread(f, arg);
+	pp__file_put(f);
+	return (int)pp__ret(r);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static short file_poll(struct pp_file *f, short events)
+{
+	if (f->ops->poll)
+		return f->ops->poll(f, events);
+	return events & (POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM);
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Poll pagepipe ends and OS descriptors together.  Pagepipe ends are
+ * checked directly; to sleep, their readiness descriptors join the OS
+ * descriptors in one poll(2), and everything is checked again on waking.
+ */
+PP_EXPORT int pp_poll(struct pp_pollfd *fds, nfds_t nfds, int timeout_ms)
+{
+	struct pollfd stack_kfds[64], *kfds = stack_kfds;
+	long long deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	int ret;
+
+	if (nfds > 0 && !fds)
+		return (int)pp__ret(-EFAULT);
+	if (nfds > (nfds_t)1 << 20)
+		return (int)pp__ret(-EINVAL);
+	if (nfds > 64) {
+		kfds = calloc(nfds, sizeof(*kfds));
+		if (!kfds)
+			return (int)pp__ret(-ENOMEM);
+	}
+
+	for (;;) {
+		nfds_t nk = 0;
+		int wait_ms;
+
+		ret = 0;
+		for (nfds_t i = 0; i < nfds; i++) {
+			struct pp_file *f = fds[i].file;
+
+			fds[i].revents = 0;
+			if (!f)
+				fds[i].revents = POLLNVAL;
+			else if (f->fd >= 0)
+				continue;	/* below, with the kernel's answer */
+			else
+				fds[i].revents = file_poll(f, fds[i].events);
+			if (fds[i].revents)
+				ret++;
+		}
+		/* OS descriptors: one non-blocking look, then maybe sleep. */
+		for (nfds_t i = 0; i < nfds; i++) {
+			struct pp_file *f = fds[i].file;
+
+			if (!f)
+				continue;
+			if (f->fd >= 0) {
+				kfds[nk] = (struct pollfd){ f->fd, fds[i].events, 0 };
+			} else {
+				int efd = pp__is_pipe(f) ? pp__pipe_event_fd(f) : -1;
+
+				kfds[nk] = (struct pollfd){ efd, efd >= 0 ? POLLIN : 0, 0 };
+			}
+			nk++;
+		}
+		if (ret) {
+			if (poll(kfds, nk, 0) > 0) {
+				nfds_t k = 0;
+
+				for (nfds_t i = 0; i < nfds; i++) {
+					if (!fds[i].file)
+						continue;
+					if (fds[i].file->fd >= 0 && kfds[k].revents) {
+						fds[i].revents = kfds[k].revents;
+						ret++;
+					}
+					k++;
+				}
+			}
+			break;
+		}
+		wait_ms = timeout_ms < 0 ? -1 : timeout_ms == 0 ? 0 :
+			  (int)(deadline - now_ms() > 0 ? deadline - now_ms() : 0);
+		ret = poll(kfds, nk, wait_ms);
+		if (ret < 0) {
+			ret = -errno;
+			break;
+		}
+		{
+			nfds_t k = 0;
+			int os_ready = 0;
+
+			for (nfds_t i = 0; i < nfds; i++) {
+				if (!fds[i].file)
+					continue;
+				if (fds[i].file->fd >= 0) {
+					fds[i].revents = kfds[k].revents;
+					os_ready += !!kfds[k].revents;
+				}
+				k++;
+			}
+			if (os_ready) {
+				for (nfds_t i = 0; i < nfds; i++) {
+					struct pp_file *f = fds[i].file;
+
+					if (f && f->fd < 0) {
+						fds[i].revents = file_poll(f, fds[i].events);
+						os_ready += !!fds[i].revents;
+					}
+				}
+				ret = os_ready;
+				break;
+			}
+		}
+		if (ret == 0 && wait_ms == 0) {
+			ret = 0;
+			break;
+		}
+	}
+	if (kfds != stack_kfds)
+		free(kfds);
+	return (int)pp__ret(ret);
+}

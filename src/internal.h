@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * internal.h - what the library's files share and nothing outside sees.
+ *
+ * Error convention: every function here returns a count or 0 on success and
+ * -errno on failure, and never touches errno.  The public entry points in
+ * file.c are the one boundary that converts (pp__ret()).
+ */
+#ifndef PP_INTERNAL_H
+#define PP_INTERNAL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pagepipe.h"
+
+#define PP_EXPORT	__attribute__((visibility("default")))
+#define PP_PIPE_BUF	4096u		/* POSIX atomicity limit; not the page size */
+#define PP_DEF_SLOTS	16u		/* PIPE_DEF_BUFFERS */
+#define PP_MAX_SIZE	(1ul << 31)	/* round_pipe_size() refuses larger sizes */
+#define PP_IOV_MAX	1024		/* UIO_MAXIOV */
+#define PP_MAX_RW	(INT_MAX & ~(long)4095)	/* MAX_RW_COUNT */
+#define SPLICE_F_ALL	(SPLICE_F_MOVE | SPLICE_F_NONBLOCK | SPLICE_F_MORE | SPLICE_F_GIFT)
+
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+#define min_t(t, a, b)	((t)(a) < (t)(b) ? (t)(a) : (t)(b))
+
+extern size_t pp__page_size;		/* set once by the library constructor */
+extern unsigned int pp__page_shift;
+
+/* -------------------------------------------------------------------------
+ * The pipe.
+ *
+ * Three locks.  `mutex` (the ring lock) guards head, tail, the slots, the
+ * counters and the wait queues; it is held only for short bookkeeping, never
+ * across a copy of data or a system call that may block.  `rd_mutex`
+ * serialises consumers (read, splice and tee out of the pipe) and is held
+ * across the whole of one consuming call, copies and waits included, so a
+ * consumer may work on a snapshot of the slots at the tail with the ring
+ * lock dropped: only consumers advance the tail.  `wr_mutex` serialises
+ * producers likewise, so a producer that counted the free slots may fill
+ * that many without the ring lock: only producers advance the head.
+ *
+ * Lock order: the rd_mutex of the input, then the wr_mutex of the output,
+ * then ring locks, two of them in address order (pp__pipe_double_lock).
+ * A call that touches two pipes never waits while it holds the other
+ * pipe's lock: it waits first, locks, and retries if the state changed
+ * (the kernel's ipipe_prep/opipe_prep, which is what keeps two threads
+ * splicing in opposite directions from deadlocking).
+ */
+struct pp_pipe {
+	pthread_mutex_t mutex;
+	pthread_mutex_t rd_mutex;
+	pthread_mutex_t wr_mutex;
+	pthread_cond_t rd_wait;		/* data, or no writers: under mutex */
+	pthread_cond_t wr_wait;		/* a free slot, or no readers: under mutex */
+
+	/* Under mutex. */
+	unsigned int head;		/* free running: slot head & (ring_size - 1) */
+	unsigned int tail;
+	unsigned int ring_size;		/* a power of two */
+	unsigned int max_usage;		/* slots a producer may fill */
+	struct pp_buf *bufs;
+	unsigned int readers, writers;	/* open ends */
+	unsigned int rd_sleepers, wr_sleepers;
+	unsigned int files;		/* ends still allocated; the pipe goes with the last */
+
+	/* Pages kept for the next write: atomic, so producers need no lock. */
+	_Atomic(void *) tmp_page[2];
+
+	/* Readiness descriptors for event loops (pp_file_event_fd), under mutex. */
+	int rd_event_fd, wr_event_fd;
+	bool rd_event_on, wr_event_on;
+};
+
+static inline unsigned int pp__pipe_occupancy(const struct pp_pipe *p)
+{
+	return p->head - p->tail;
+}
+
+static inline bool pp__pipe_empty(const struct pp_pipe *p)
+{
+	return p->head == p->tail;
+}
+
+static inline bool pp__pipe_full(const struct pp_pipe *p)
+{
+	return pp__pipe_occupancy(p) >= p->max_usage;
+}
+
+static inline struct pp_buf *pp__pipe_buf(const struct pp_pipe *p, unsigned int slot)
+{
+	return &p->bufs[slot & (p->ring_size - 1)];
+}
+
+void pp__pipe_double_lock(struct pp_pipe *a, struct pp_pipe *b);
+void pp__pipe_double_unlock(struct pp_pipe *a, struct pp_pipe *b);
+void pp__pipe_update_events(struct pp_pipe *p);	/* under mutex, after any change */
+void pp__pipe_wake_readers(struct pp_pipe *p);		/* under mutex */
+void pp__pipe_wake_writers(struct pp_pipe *p);		/* under mutex */
+int  pp__pipe_wait_readable(struct pp_pipe *p);	/* under mutex; 0 */
+int  pp__pipe_wait_writable(struct pp_pipe *p);	/* under mutex; 0 */
+
+/*
+ * Publish one filled buffer at the head.  Under mutex, with a free slot.
+ * The slot is filled whole before head moves, so a slot is occupied
+ * exactly when its ops is set.
+ */
+static inline void pp__pipe_push(struct pp_pipe *p, const struct pp_buf *buf)
+{
+	*pp__pipe_buf(p, p->head) = *buf;
+	p->head++;
+}
+
+/* -------------------------------------------------------------------------
+ * Files.
+ */
+enum pp_kind {
+	PP_KIND_PIPE,		/* a pagepipe end */
+	PP_KIND_REG,		/* OS descriptors, by fstat() at pp_fdopen() */
+	PP_KIND_FIFO,		/* kernel pipe or FIFO */
+	PP_KIND_SOCK,
+	PP_KIND_CHR,
+	PP_KIND_OTHER,		/* directories and the rest: read/write pass through */
+	PP_KIND_USER,		/* pp_file_new() */
+};
+
+struct pp__file_ref;
+
+struct pp_file {
+	const struct pp_file_ops *ops;
+	atomic_uint refs;		/* one for being open, one per call in flight */
+	_Atomic int flags;		/* O_ACCMODE | O_NONBLOCK | O_DIRECT | PP_O_NOSIGPIPE... */
+	enum pp_kind kind;
+	struct pp_pipe *pipe;		/* PP_KIND_PIPE */
+	int fd;				/* OS kinds, else -1 */
+	int sock_type;			/* PP_KIND_SOCK: SOCK_STREAM... */
+	struct pp__file_ref *fref;	/* PP_KIND_REG: the descriptor file buffers hold */
+	void *private;			/* PP_KIND_USER */
+};
+
+static inline bool pp__file_readable(const struct pp_file *f)
+{
+	int acc = atomic_load_explicit(&f->flags, memory_order_relaxed) & O_ACCMODE;
+
+	return acc == O_RDONLY || acc == O_RDWR;
+}
+
+static inline bool pp__file_writable(const struct pp_file *f)
+{
+	int acc = atomic_load_explicit(&f->flags, memory_order_relaxed) & O_ACCMODE;
+
+	return acc == O_WRONLY || acc == O_RDWR;
+}
+
+static inline int pp__file_flags(const struct pp_file *f)
+{
+	return atomic_load_explicit(&f->flags, memory_order_relaxed);
+}
+
+static inline bool pp__is_pipe(const struct pp_file *f)
+{
+	return f->kind == PP_KIND_PIPE;
+}
+
+/* Calls in flight hold a reference so that a concurrent pp_close() is safe. */
+static inline void pp__file_get(struct pp_file *f)
+{
+	atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
+}
+void pp__file_put(struct pp_file *f);
+
+/* Pipe ends. */
+extern const struct pp_file_ops pp__pipe_read_ops, pp__pipe_write_ops;
+ssize_t pp__pipe_readv(struct pp_file *f, const struct iovec *iov, int iovcnt);
+ssize_t pp__pipe_writev(struct pp_file *f, const struct iovec *iov, int iovcnt);
+short   pp__pipe_poll(struct pp_file *f, short events);
+int     pp__pipe_release(struct pp_file *f);
+int     pp__pipe_fcntl(struct pp_file *f, int cmd, unsigned long arg);
+int     pp__pipe_fionread(struct pp_file *f, int *out);
+int     pp__pipe_event_fd(struct pp_file *f);
+ssize_t pp__pipe_add_buf(struct pp_file *f, const struct pp_buf *buf, unsigned int flags);
+bool    pp__pipe_nonblock(const struct pp_file *f, unsigned int splice_flags);
+/* EPIPE with SIGPIPE unless the end asked for none. */
+int     pp__pipe_epipe(const struct pp_file *f);
+
+/*
+ * Producer and consumer serialisation (rd_mutex/wr_mutex).  A non-blocking
+ * caller must not sleep on a peer that sleeps holding the lock: the trylock
+ * variants return -EAGAIN when the peer waits on an empty (full) pipe.
+ */
+int  pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock);
+void pp__pipe_unlock_consumer(struct pp_pipe *p);
+int  pp__pipe_lock_producer(struct pp_pipe *p, bool nonblock);
+void pp__pipe_unlock_producer(struct pp_pipe *p);
+
+/* OS descriptors. */
+extern const struct pp_file_ops pp__fd_ops;		/* generic pass-through */
+extern const struct pp_file_ops pp__reg_ops;		/* regular files */
+extern const struct pp_file_ops pp__fifo_ops;		/* kernel pipes */
+extern const struct pp_file_ops pp__sock_ops;		/* sockets */
+extern const struct pp_file_ops pp__chr_ops;		/* character devices */
+ssize_t pp__fd_readv(struct pp_file *f, const struct iovec *iov, int iovcnt);
+ssize_t pp__fd_writev(struct pp_file *f, const struct iovec *iov, int iovcnt);
+short   pp__fd_poll(struct pp_file *f, short events);
+int     pp__fd_release(struct pp_file *f);
+/* splice_write for any descriptor: write(v) of mapped buffers, as many per call as fit. */
+ssize_t pp__fd_splice_write_copy(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
+				 unsigned int nr_bufs, size_t len, unsigned int flags);
+/* splice_read for any descriptor: read(v) into fresh anonymous pages. */
+ssize_t pp__fd_splice_read_copy(struct pp_file *in, off_t *pos, struct pp_buf *bufs,
+				unsigned int nr_bufs, size_t len, unsigned int flags);
+
+/* -------------------------------------------------------------------------
+ * Buffers: the wrappers that supply the defaults (buf.c).
+ */
+static inline int pp__buf_confirm(struct pp_pipe *p, struct pp_buf *buf)
+{
+	return buf->ops->confirm ? buf->ops->confirm(p, buf) : 0;
+}
+
+static inline void *pp__buf_map(struct pp_pipe *p, struct pp_buf *buf)
+{
+	return buf->ops->map ? buf->ops->map(p, buf) : buf->page;
+}
+
+static inline void pp__buf_unmap(struct pp_pipe *p, struct pp_buf *buf, void *addr)
+{
+	if (buf->ops->unmap)
+		buf->ops->unmap(p, buf, addr);
+}
+
+/* Must be checked: false means the reference count would overflow (EFAULT). */
+static inline __attribute__((warn_unused_result))
+bool pp__buf_get(struct pp_pipe *p, struct pp_buf *buf)
+{
+	return buf->ops->get(p, buf);
+}
+
+static inline bool pp__buf_try_steal(struct pp_pipe *p, struct pp_buf *buf)
+{
+	return buf->ops->try_steal ? buf->ops->try_steal(p, buf) : false;
+}
+
+static inline int pp__buf_origin(struct pp_pipe *p, const struct pp_buf *buf, int *fd, off_t *pos)
+{
+	return buf->ops->origin ? buf->ops->origin(p, buf, fd, pos) : -EOPNOTSUPP;
+}
+
+/* Clears ops before ->release, so that a slot cannot be released twice. */
+static inline void pp__buf_release(struct pp_pipe *p, struct pp_buf *buf)
+{
+	const struct pp_buf_ops *ops = buf->ops;
+
+	buf->ops = NULL;
+	ops->release(p, buf);
+}
+
+/* Anonymous pages (buf.c). */
+void *pp__page_alloc(struct pp_pipe *p);		/* NULL: ENOMEM */
+void  pp__page_free(struct pp_pipe *p, void *page);	/* the caller held the only reference */
+bool  pp__page_get(void *page);
+void  pp__page_put(struct pp_pipe *p, void *page);
+bool  pp__page_only_ref(void *page);
+void  pp__pipe_free_tmp_pages(struct pp_pipe *p);
+extern unsigned int pp__page_ref_max;			/* tests lower it to reach the limit */
+
+/* File pages and user memory (file_buf.c, user_buf.c). */
+extern const struct pp_buf_ops pp__file_buf_ops;
+extern const struct pp_buf_ops pp__user_buf_ops;
+struct pp__file_ref *pp__file_ref_new(int fd);		/* dups fd; NULL: errno-free -ENOMEM/EMFILE lost */
+void pp__file_ref_put(struct pp__file_ref *ref);
+int  pp__file_ref_fd(const struct pp__file_ref *ref);
+
+/* Copies: the one place that knows how to read a buffer's bytes. */
+ssize_t pp__buf_copy_out(struct pp_pipe *p, struct pp_buf *buf, size_t off, void *dst, size_t len);
+
+/* -------------------------------------------------------------------------
+ * Fault injection (fault.c): a test sets a countdown per site; the library
+ * asks before each allocation or system call that can fail.
+ */
+enum pp_fault_site {
+	PP_FAULT_ALLOC,
+	PP_FAULT_READ,		/* read, readv, pread, recv */
+	PP_FAULT_WRITE,		/* write, writev, pwrite, send */
+	PP_FAULT_SPLICE,	/* splice, sendfile, copy_file_range */
+	PP_FAULT_NR,
+};
+int  pp__fault(enum pp_fault_site site);	/* 0, or the -errno to fail with */
+void pp__fault_arm(enum pp_fault_site site, long skip, int err, long count);
+void pp__fault_disarm_all(void);
+long pp__fault_hits(enum pp_fault_site site);
+
+/* -------------------------------------------------------------------------
+ * The one errno boundary.
+ */
+static inline long pp__ret(long r)
+{
+	if (unlikely(r < 0)) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+/* Sum an iovec array: -EINVAL for a bad count or a total past ssize_t. */
+ssize_t pp__iov_total(const struct iovec *iov, int iovcnt);
+
+#endif /* PP_INTERNAL_H */

@@ -1,0 +1,823 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pipe.c - the ring: pp_pipe2, read, write, close, resize, readiness.
+ *
+ * A pagepipe is a power-of-two ring of struct pp_buf slots with free-running
+ * head and tail (fs/pipe.c since 5.5).  Producers add whole slots at the
+ * head; consumers take bytes from the tail.  See internal.h for the three
+ * locks: the short copies and all system calls happen with the ring lock
+ * dropped, which is what lets a reader and a writer copy at the same time.
+ */
+#include "internal.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+/* Slots one consuming pass snapshots; more are taken on the next pass. */
+#define PP_READ_BATCH	32u
+
+static size_t pp__max_size;		/* F_SETPIPE_SZ limit; 0: not read yet */
+static pthread_once_t max_size_once = PTHREAD_ONCE_INIT;
+
+static void max_size_init(void)
+{
+	unsigned long v = 1048576;
+	FILE *f = fopen("/proc/sys/fs/pipe-max-size", "re");
+
+	if (f) {
+		if (fscanf(f, "%lu", &v) != 1 || v < pp__page_size)
+			v = 1048576;
+		fclose(f);
+	}
+	pp__max_size = v;
+}
+
+PP_EXPORT int pp_pipe_set_max_size(size_t bytes)
+{
+	pthread_once(&max_size_once, max_size_init);
+	if (bytes < pp__page_size || bytes > PP_MAX_SIZE)
+		return (int)pp__ret(-EINVAL);
+	__atomic_store_n(&pp__max_size, bytes, __ATOMIC_RELAXED);
+	return 0;
+}
+
+PP_EXPORT size_t pp_pipe_get_max_size(void)
+{
+	pthread_once(&max_size_once, max_size_init);
+	return __atomic_load_n(&pp__max_size, __ATOMIC_RELAXED);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static void mutex_init(pthread_mutex_t *m)
+{
+	pthread_mutex_init(m, NULL);
+}
+
+static struct pp_pipe *pipe_alloc(void)
+{
+	struct pp_pipe *p;
+
+	if (pp__fault(PP_FAULT_ALLOC))
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->bufs = calloc(PP_DEF_SLOTS, sizeof(*p->bufs));
+	if (!p->bufs) {
+		free(p);
+		return NULL;
+	}
+	mutex_init(&p->mutex);
+	mutex_init(&p->rd_mutex);
+	mutex_init(&p->wr_mutex);
+	pthread_cond_init(&p->rd_wait, NULL);
+	pthread_cond_init(&p->wr_wait, NULL);
+	p->ring_size = p->max_usage = PP_DEF_SLOTS;
+	p->readers = p->writers = 1;
+	p->files = 2;
+	p->rd_event_fd = p->wr_event_fd = -1;
+	return p;
+}
+
+static void pipe_free(struct pp_pipe *p)
+{
+	while (!pp__pipe_empty(p)) {
+		struct pp_buf *buf = pp__pipe_buf(p, p->tail++);
+
+		if (buf->ops)
+			pp__buf_release(p, buf);
+	}
+	pp__pipe_free_tmp_pages(p);
+	if (p->rd_event_fd >= 0)
+		close(p->rd_event_fd);
+	if (p->wr_event_fd >= 0)
+		close(p->wr_event_fd);
+	pthread_mutex_destroy(&p->mutex);
+	pthread_mutex_destroy(&p->rd_mutex);
+	pthread_mutex_destroy(&p->wr_mutex);
+	pthread_cond_destroy(&p->rd_wait);
+	pthread_cond_destroy(&p->wr_wait);
+	free(p->bufs);
+	free(p);
+}
+
+/* The ends are files too; file.c allocates them. */
+struct pp_file *pp__file_alloc(const struct pp_file_ops *ops, enum pp_kind kind, int flags);
+
+PP_EXPORT int pp_pipe2(struct pp_file *ends[2], int flags)
+{
+	const int valid = O_NONBLOCK | O_DIRECT | O_CLOEXEC | PP_O_NOSIGPIPE;
+	struct pp_file *r, *w;
+	struct pp_pipe *p;
+	int keep;
+
+	if (!ends)
+		return (int)pp__ret(-EFAULT);
+	if (flags & ~valid)
+		return (int)pp__ret(-EINVAL);
+	keep = flags & (O_NONBLOCK | PP_O_NOSIGPIPE);
+	p = pipe_alloc();
+	if (!p)
+		return (int)pp__ret(-ENOMEM);
+	/* As in Linux, packet mode is a property of the writing file only. */
+	r = pp__file_alloc(&pp__pipe_read_ops, PP_KIND_PIPE, O_RDONLY | keep);
+	w = pp__file_alloc(&pp__pipe_write_ops, PP_KIND_PIPE,
+			   O_WRONLY | keep | (flags & O_DIRECT));
+	if (!r || !w) {
+		free(r);
+		free(w);
+		pipe_free(p);
+		return (int)pp__ret(-ENOMEM);
+	}
+	r->pipe = w->pipe = p;
+	ends[0] = r;
+	ends[1] = w;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+
+void pp__pipe_double_lock(struct pp_pipe *a, struct pp_pipe *b)
+{
+	/* Address order: tee A->B and tee B->A must not take these ABBA. */
+	if (a < b) {
+		pthread_mutex_lock(&a->mutex);
+		pthread_mutex_lock(&b->mutex);
+	} else {
+		pthread_mutex_lock(&b->mutex);
+		pthread_mutex_lock(&a->mutex);
+	}
+}
+
+void pp__pipe_double_unlock(struct pp_pipe *a, struct pp_pipe *b)
+{
+	pthread_mutex_unlock(&a->mutex);
+	pthread_mutex_unlock(&b->mutex);
+}
+
+static void event_set(int fd, bool *state, bool on)
+{
+	uint64_t v = 1;
+
+	if (fd < 0 || *state == on)
+		return;
+	*state = on;
+	/* eventfd writes and reads of 8 bytes cannot be short; EAGAIN is harmless. */
+	if (on)
+		(void)!write(fd, &v, sizeof(v));
+	else
+		(void)!read(fd, &v, sizeof(v));
+}
+
+void pp__pipe_update_events(struct pp_pipe *p)
+{
+	if (likely(p->rd_event_fd < 0 && p->wr_event_fd < 0))
+		return;
+	event_set(p->rd_event_fd, &p->rd_event_on, !pp__pipe_empty(p) || !p->writers);
+	event_set(p->wr_event_fd, &p->wr_event_on, !pp__pipe_full(p) || !p->readers);
+}
+
+void pp__pipe_wake_readers(struct pp_pipe *p)
+{
+	if (p->rd_sleepers)
+		pthread_cond_broadcast(&p->rd_wait);
+	pp__pipe_update_events(p);
+}
+
+void pp__pipe_wake_writers(struct pp_pipe *p)
+{
+	if (p->wr_sleepers)
+		pthread_cond_broadcast(&p->wr_wait);
+	pp__pipe_update_events(p);
+}
+
+int pp__pipe_wait_readable(struct pp_pipe *p)
+{
+	p->rd_sleepers++;
+	pthread_cond_wait(&p->rd_wait, &p->mutex);
+	p->rd_sleepers--;
+	return 0;
+}
+
+int pp__pipe_wait_writable(struct pp_pipe *p)
+{
+	p->wr_sleepers++;
+	pthread_cond_wait(&p->wr_wait, &p->mutex);
+	p->wr_sleepers--;
+	return 0;
+}
+
+bool pp__pipe_nonblock(const struct pp_file *f, unsigned int splice_flags)
+{
+	return (pp__file_flags(f) & O_NONBLOCK) || (splice_flags & SPLICE_F_NONBLOCK);
+}
+
+int pp__pipe_epipe(const struct pp_file *f)
+{
+	if (!(pp__file_flags(f) & PP_O_NOSIGPIPE))
+		raise(SIGPIPE);
+	return -EPIPE;
+}
+
+/*
+ * A non-blocking caller must not sleep behind a consumer that sleeps on an
+ * empty pipe holding rd_mutex: if the lock is taken and the pipe is empty
+ * with writers, the answer is EAGAIN, exactly what the holder would see.
+ * Otherwise the holder is copying and will let go soon.
+ */
+int pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock)
+{
+	if (!nonblock) {
+		pthread_mutex_lock(&p->rd_mutex);
+		return 0;
+	}
+	while (pthread_mutex_trylock(&p->rd_mutex)) {
+		bool would_block;
+
+		pthread_mutex_lock(&p->mutex);
+		would_block = pp__pipe_empty(p) && p->writers;
+		pthread_mutex_unlock(&p->mutex);
+		if (would_block)
+			return -EAGAIN;
+		sched_yield();
+	}
+	return 0;
+}
+
+void pp__pipe_unlock_consumer(struct pp_pipe *p)
+{
+	pthread_mutex_unlock(&p->rd_mutex);
+}
+
+int pp__pipe_lock_producer(struct pp_pipe *p, bool nonblock)
+{
+	if (!nonblock) {
+		pthread_mutex_lock(&p->wr_mutex);
+		return 0;
+	}
+	while (pthread_mutex_trylock(&p->wr_mutex)) {
+		bool would_block;
+
+		pthread_mutex_lock(&p->mutex);
+		would_block = pp__pipe_full(p) && p->readers;
+		pthread_mutex_unlock(&p->mutex);
+		if (would_block)
+			return -EAGAIN;
+		sched_yield();
+	}
+	return 0;
+}
+
+void pp__pipe_unlock_producer(struct pp_pipe *p)
+{
+	pthread_mutex_unlock(&p->wr_mutex);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* An iovec cursor: the position equals the bytes consumed (CVE-2015-1805). */
+struct iov_iter {
+	const struct iovec *iov;
+	int nr;
+	size_t off;		/* within iov[0] */
+};
+
+static void iter_skip_empty(struct iov_iter *it)
+{
+	while (it->nr && it->off == it->iov->iov_len) {
+		it->iov++;
+		it->nr--;
+		it->off = 0;
+	}
+}
+
+static void iter_copy_from(struct iov_iter *it, char *dst, size_t len)
+{
+	while (len) {
+		size_t n;
+
+		iter_skip_empty(it);
+		n = min_t(size_t, len, it->iov->iov_len - it->off);
+		memcpy(dst, (const char *)it->iov->iov_base + it->off, n);
+		it->off += n;
+		dst += n;
+		len -= n;
+	}
+}
+
+/*
+ * Copy one buffer's bytes [off, off + len) into the iterator.  Memory the
+ * iterator cannot take directly (a file buffer read by pread) goes straight
+ * into the destination segment by segment.
+ */
+static ssize_t copy_buf_to_iter(struct pp_pipe *p, struct pp_buf *buf, size_t off,
+				size_t len, struct iov_iter *it)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		size_t n;
+		ssize_t r;
+
+		iter_skip_empty(it);
+		n = min_t(size_t, len - done, it->iov->iov_len - it->off);
+		r = pp__buf_copy_out(p, buf, off + done, (char *)it->iov->iov_base + it->off, n);
+		if (r < 0)
+			return done ? (ssize_t)done : r;
+		it->off += (size_t)r;
+		done += (size_t)r;
+		if ((size_t)r < n)
+			return done ? (ssize_t)done : -ENODATA;
+	}
+	return (ssize_t)done;
+}
+
+/*
+ * Apply what a consumer took from its snapshot: advance the tail slots
+ * under the ring lock.  A slot may have grown by a merge since the
+ * snapshot; it stays if bytes remain.  Emptied slots are moved to `dead`
+ * so their references are dropped after the lock is released.
+ */
+static unsigned int consume_slots(struct pp_pipe *p, const size_t *taken, unsigned int nr,
+				  struct pp_buf *dead)
+{
+	unsigned int ndead = 0;
+
+	for (unsigned int i = 0; i < nr; i++) {
+		struct pp_buf *buf = pp__pipe_buf(p, p->tail);
+
+		buf->offset += (unsigned int)taken[i];
+		buf->len -= (unsigned int)taken[i];
+		if (taken[i] && (buf->flags & PP_BUF_FLAG_PACKET))
+			buf->len = 0;	/* a short read discards the rest of a packet */
+		if (buf->len)
+			break;
+		dead[ndead] = *buf;
+		buf->ops = NULL;
+		p->tail++;
+		ndead++;
+	}
+	return ndead;
+}
+
+static void release_dead(struct pp_pipe *p, struct pp_buf *dead, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		pp__buf_release(p, &dead[i]);
+}
+
+ssize_t pp__pipe_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
+{
+	struct pp_pipe *p = f->pipe;
+	struct iov_iter it = { iov, iovcnt, 0 };
+	struct pp_buf snap[PP_READ_BATCH], dead[PP_READ_BATCH];
+	size_t taken[PP_READ_BATCH];
+	bool nonblock = pp__file_flags(f) & O_NONBLOCK;
+	ssize_t total = pp__iov_total(iov, iovcnt);
+	ssize_t ret = 0;
+	int err;
+
+	if (total < 0)
+		return total;
+	if (!pp__file_readable(f))
+		return -EBADF;
+	if (total == 0)
+		return 0;
+
+	err = pp__pipe_lock_consumer(p, nonblock);
+	if (err)
+		return err;
+	pthread_mutex_lock(&p->mutex);
+	for (;;) {
+		unsigned int nr = 0, ndead;
+		size_t want = (size_t)(total - ret), have = 0;
+		bool stop = false, was_full;
+
+		if (pp__pipe_empty(p)) {
+			if (!p->writers || ret)
+				break;
+			if (nonblock) {
+				ret = -EAGAIN;
+				break;
+			}
+			pp__pipe_wait_readable(p);
+			continue;
+		}
+
+		/* Snapshot the tail slots this read will use. */
+		for (unsigned int s = p->tail; s != p->head && nr < PP_READ_BATCH && have < want; s++) {
+			snap[nr] = *pp__pipe_buf(p, s);
+			have += snap[nr].len;
+			if (snap[nr++].flags & PP_BUF_FLAG_PACKET)
+				break;
+		}
+		pthread_mutex_unlock(&p->mutex);
+
+		for (unsigned int i = 0; i < nr; i++) {
+			struct pp_buf *buf = &snap[i];
+			size_t n = min_t(size_t, buf->len, want);
+			ssize_t r;
+
+			taken[i] = 0;
+			if (!n)
+				continue;	/* zero-length buffers are eaten */
+			err = pp__buf_confirm(p, buf);
+			r = err ? err : copy_buf_to_iter(p, buf, 0, n, &it);
+			if (r < 0) {
+				/*
+				 * The data is gone (truncated) or failed: report it
+				 * once and drop the buffer so the reader can go on.
+				 */
+				if (!ret)
+					ret = r;
+				taken[i] = buf->len;
+				nr = i + 1;
+				stop = true;
+				break;
+			}
+			taken[i] = (size_t)r;
+			ret += r;
+			want -= (size_t)r;
+			if ((size_t)r < n || (buf->flags & PP_BUF_FLAG_PACKET) || !want) {
+				nr = i + 1;
+				stop = stop || (size_t)r < n || (buf->flags & PP_BUF_FLAG_PACKET);
+				break;
+			}
+		}
+
+		pthread_mutex_lock(&p->mutex);
+		was_full = pp__pipe_full(p);
+		ndead = consume_slots(p, taken, nr, dead);
+		if (ndead && (was_full || p->wr_sleepers))
+			pp__pipe_wake_writers(p);
+		else if (ndead)
+			pp__pipe_update_events(p);
+		if (ndead) {
+			pthread_mutex_unlock(&p->mutex);
+			release_dead(p, dead, ndead);
+			pthread_mutex_lock(&p->mutex);
+		}
+		if (stop || ret < 0 || ret == total)
+			break;
+	}
+	pthread_mutex_unlock(&p->mutex);
+	pp__pipe_unlock_consumer(p);
+	return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+
+static ssize_t pipe_write_locked(struct pp_file *f, struct pp_pipe *p, struct iov_iter *it,
+				 size_t total, bool nonblock)
+{
+	const size_t psz = pp__page_size;
+	bool packet = pp__file_flags(f) & O_DIRECT;
+	size_t chars = total & (psz - 1);
+	size_t left = total;
+	ssize_t ret = 0;
+
+	pthread_mutex_lock(&p->mutex);
+	if (!p->readers) {
+		pthread_mutex_unlock(&p->mutex);
+		return pp__pipe_epipe(f);
+	}
+
+	/*
+	 * The merge rule: the sub-page remainder goes first, appended to the
+	 * last buffer if the pipe wrote that page and owns it alone and all
+	 * of it fits; the rest then stays page-aligned.  The copy is done
+	 * under the ring lock because a consumer may release that buffer.
+	 */
+	if (chars && !packet && !pp__pipe_empty(p)) {
+		struct pp_buf *last = pp__pipe_buf(p, p->head - 1);
+
+		if ((last->flags & PP_BUF_FLAG_CAN_MERGE) &&
+		    last->offset + last->len + chars <= psz) {
+			iter_copy_from(it, (char *)last->page + last->offset + last->len, chars);
+			last->len += (unsigned int)chars;
+			ret = (ssize_t)chars;
+			left -= chars;
+			pp__pipe_wake_readers(p);
+		}
+	}
+
+	while (left) {
+		struct pp_buf fill[PP_DEF_SLOTS];
+		unsigned int nfree, k, pushed;
+
+		if (!p->readers) {
+			/* SIGPIPE even after a partial write, as Linux does. */
+			int e = pp__pipe_epipe(f);
+
+			if (!ret)
+				ret = e;
+			break;
+		}
+		if (pp__pipe_full(p)) {
+			if (nonblock) {
+				if (!ret)
+					ret = -EAGAIN;
+				break;
+			}
+			pp__pipe_wait_writable(p);
+			continue;
+		}
+
+		/*
+		 * Fill fresh pages with the ring lock dropped.  We hold the
+		 * producer lock, so the free slots can only grow meanwhile
+		 * (unless a resize shrinks the ring: then fewer are pushed and
+		 * the rest are given back, never counted).
+		 */
+		nfree = p->max_usage - pp__pipe_occupancy(p);
+		k = (unsigned int)min_t(size_t, nfree, (left + psz - 1) / psz);
+		k = min_t(unsigned int, k, PP_DEF_SLOTS);
+		pthread_mutex_unlock(&p->mutex);
+
+		for (unsigned int i = 0; i < k; i++) {
+			size_t n = min_t(size_t, psz, left - (size_t)i * psz);
+			void *page = pp__page_alloc(p);
+
+			if (!page) {
+				k = i;
+				break;
+			}
+			iter_copy_from(it, page, n);
+			fill[i] = (struct pp_buf){
+				.page = page,
+				.offset = 0,
+				.len = (unsigned int)n,
+				.ops = &pp_anon_buf_ops,
+				.flags = packet ? PP_BUF_FLAG_PACKET : PP_BUF_FLAG_CAN_MERGE,
+			};
+		}
+
+		pthread_mutex_lock(&p->mutex);
+		if (!k) {
+			if (!ret)
+				ret = -ENOMEM;
+			break;
+		}
+		pushed = 0;
+		if (p->readers) {
+			nfree = p->max_usage - pp__pipe_occupancy(p);
+			for (; pushed < k && pushed < nfree; pushed++) {
+				pp__pipe_push(p, &fill[pushed]);
+				ret += fill[pushed].len;
+				left -= fill[pushed].len;
+			}
+			pp__pipe_wake_readers(p);
+		}
+		if (pushed < k) {
+			/* Give back what was not published; rewind is impossible, so stop. */
+			pthread_mutex_unlock(&p->mutex);
+			for (unsigned int i = pushed; i < k; i++)
+				pp__page_free(p, fill[i].page);
+			pthread_mutex_lock(&p->mutex);
+			if (!p->readers && !ret)
+				ret = pp__pipe_epipe(f);
+			else if (!ret)
+				ret = -EAGAIN;
+			break;
+		}
+		if (k && fill[k - 1].len < psz)
+			break;	/* that was the last, partial page */
+	}
+	pthread_mutex_unlock(&p->mutex);
+	return ret;
+}
+
+ssize_t pp__pipe_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
+{
+	struct pp_pipe *p = f->pipe;
+	struct iov_iter it = { iov, iovcnt, 0 };
+	bool nonblock = pp__file_flags(f) & O_NONBLOCK;
+	ssize_t total = pp__iov_total(iov, iovcnt);
+	ssize_t ret;
+	int err;
+
+	if (total < 0)
+		return total;
+	if (!pp__file_writable(f))
+		return -EBADF;
+	if (total == 0)
+		return 0;	/* no SIGPIPE for a zero-length write */
+
+	err = pp__pipe_lock_producer(p, nonblock);
+	if (err)
+		return err;
+	ret = pipe_write_locked(f, p, &it, (size_t)total, nonblock);
+	pp__pipe_unlock_producer(p);
+	return ret;
+}
+
+ssize_t pp__pipe_add_buf(struct pp_file *f, const struct pp_buf *buf, unsigned int flags)
+{
+	struct pp_pipe *p = f->pipe;
+	bool nonblock = pp__pipe_nonblock(f, flags);
+	ssize_t ret;
+	int err;
+
+	if (!pp__file_writable(f))
+		return -EBADF;
+	if (!buf || !buf->ops || !buf->ops->release || !buf->ops->get ||
+	    (buf->flags & PP_BUF_FLAG_CAN_MERGE) ||
+	    (size_t)buf->offset + buf->len > pp__page_size)
+		return -EINVAL;
+
+	err = pp__pipe_lock_producer(p, nonblock);
+	if (err)
+		return err;
+	pthread_mutex_lock(&p->mutex);
+	for (;;) {
+		if (!p->readers) {
+			ret = pp__pipe_epipe(f);
+			break;
+		}
+		if (!pp__pipe_full(p)) {
+			pp__pipe_push(p, buf);
+			pp__pipe_wake_readers(p);
+			ret = buf->len;
+			break;
+		}
+		if (nonblock) {
+			ret = -EAGAIN;
+			break;
+		}
+		pp__pipe_wait_writable(p);
+	}
+	pthread_mutex_unlock(&p->mutex);
+	pp__pipe_unlock_producer(p);
+	return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+
+short pp__pipe_poll(struct pp_file *f, short events)
+{
+	struct pp_pipe *p = f->pipe;
+	short mask = 0;
+
+	pthread_mutex_lock(&p->mutex);
+	if (pp__file_readable(f)) {
+		if (!pp__pipe_empty(p))
+			mask |= POLLIN | POLLRDNORM;
+		if (!p->writers)
+			mask |= POLLHUP;
+	}
+	if (pp__file_writable(f)) {
+		if (!pp__pipe_full(p))
+			mask |= POLLOUT | POLLWRNORM;
+		if (!p->readers)
+			mask |= POLLERR;
+	}
+	pthread_mutex_unlock(&p->mutex);
+	return mask & (events | POLLHUP | POLLERR);
+}
+
+int pp__pipe_event_fd(struct pp_file *f)
+{
+	struct pp_pipe *p = f->pipe;
+	bool reader = pp__file_readable(f);
+	int *slot = reader ? &p->rd_event_fd : &p->wr_event_fd;
+	int fd;
+
+	pthread_mutex_lock(&p->mutex);
+	if (*slot < 0) {
+		fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (fd < 0) {
+			int e = errno;
+
+			pthread_mutex_unlock(&p->mutex);
+			return -e;
+		}
+		*slot = fd;
+		if (reader)
+			p->rd_event_on = false;
+		else
+			p->wr_event_on = false;
+		pp__pipe_update_events(p);
+	}
+	fd = *slot;
+	pthread_mutex_unlock(&p->mutex);
+	return fd;
+}
+
+int pp__pipe_release(struct pp_file *f)
+{
+	struct pp_pipe *p = f->pipe;
+	bool last;
+
+	pthread_mutex_lock(&p->mutex);
+	if (pp__file_readable(f))
+		p->readers--;
+	else
+		p->writers--;
+	/* Everyone blocked on either side must see EOF or EPIPE now. */
+	pthread_cond_broadcast(&p->rd_wait);
+	pthread_cond_broadcast(&p->wr_wait);
+	pp__pipe_update_events(p);
+	last = --p->files == 0;
+	pthread_mutex_unlock(&p->mutex);
+	if (last)
+		pipe_free(p);
+	return 0;
+}
+
+static unsigned long round_pipe_size(unsigned long size)
+{
+	if (size > PP_MAX_SIZE)
+		return 0;
+	if (size < pp__page_size)
+		return pp__page_size;
+	return 1ul << (64 - __builtin_clzl(size - 1));
+}
+
+static int pipe_set_size(struct pp_pipe *p, unsigned long arg)
+{
+	unsigned long size = round_pipe_size(arg);
+	unsigned int nr_slots, n;
+	struct pp_buf *bufs;
+
+	if (!size)
+		return -EINVAL;
+	nr_slots = (unsigned int)(size >> pp__page_shift);
+
+	pthread_mutex_lock(&p->mutex);
+	if (nr_slots > p->max_usage && size > pp_pipe_get_max_size()) {
+		pthread_mutex_unlock(&p->mutex);
+		return -EPERM;
+	}
+	n = pp__pipe_occupancy(p);
+	if (n > nr_slots) {
+		pthread_mutex_unlock(&p->mutex);
+		return -EBUSY;	/* occupied slots, not bytes, as in Linux */
+	}
+	bufs = pp__fault(PP_FAULT_ALLOC) ? NULL : calloc(nr_slots, sizeof(*bufs));
+	if (!bufs) {
+		pthread_mutex_unlock(&p->mutex);
+		return -ENOMEM;
+	}
+	/* Compact to index 0, keeping order; consumers hold copies, not slots. */
+	for (unsigned int i = 0; i < n; i++)
+		bufs[i] = *pp__pipe_buf(p, p->tail + i);
+	free(p->bufs);
+	p->bufs = bufs;
+	p->tail = 0;
+	p->head = n;
+	p->ring_size = p->max_usage = nr_slots;
+	pp__pipe_wake_writers(p);
+	pp__pipe_update_events(p);
+	pthread_mutex_unlock(&p->mutex);
+	return (int)size;
+}
+
+int pp__pipe_fcntl(struct pp_file *f, int cmd, unsigned long arg)
+{
+	struct pp_pipe *p = f->pipe;
+	int size;
+
+	switch (cmd) {
+	case F_SETPIPE_SZ:
+		return pipe_set_size(p, (unsigned int)arg);
+	case F_GETPIPE_SZ:
+		pthread_mutex_lock(&p->mutex);
+		size = (int)((size_t)p->max_usage << pp__page_shift);
+		pthread_mutex_unlock(&p->mutex);
+		return size;
+	default:
+		return -EINVAL;
+	}
+}
+
+int pp__pipe_fionread(struct pp_file *f, int *out)
+{
+	struct pp_pipe *p = f->pipe;
+	unsigned long count = 0;
+
+	pthread_mutex_lock(&p->mutex);
+	for (unsigned int s = p->tail; s != p->head; s++)
+		count += pp__pipe_buf(p, s)->len;
+	pthread_mutex_unlock(&p->mutex);
+	*out = (int)min_t(unsigned long, count, INT_MAX);
+	return 0;
+}
+
+const struct pp_file_ops pp__pipe_read_ops = {
+	.readv		= pp__pipe_readv,
+	.poll		= pp__pipe_poll,
+	.release	= pp__pipe_release,
+	.name		= "pagepipe read end",
+};
+
+const struct pp_file_ops pp__pipe_write_ops = {
+	.writev		= pp__pipe_writev,
+	.poll		= pp__pipe_poll,
+	.release	= pp__pipe_release,
+	.name		= "pagepipe write end",
+};

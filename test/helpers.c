@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+/* Description: shared test helpers. */
+#include "helpers.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <sys/socket.h>
+#include <time.h>
+
+void t_fail_at(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s:%d: FAIL: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(T_EXIT_FAIL);
+}
+
+void t_fill(void *buf, size_t len, unsigned long long pos, unsigned int seed)
+{
+	unsigned char *p = buf;
+
+	for (size_t i = 0; i < len; i++)
+		p[i] = t_pattern(pos + i, seed);
+}
+
+int t_check(const void *buf, size_t len, unsigned long long pos, unsigned int seed)
+{
+	const unsigned char *p = buf;
+
+	for (size_t i = 0; i < len; i++) {
+		if (p[i] != t_pattern(pos + i, seed)) {
+			fprintf(stderr, "byte %llu: 0x%02x, want 0x%02x\n",
+				pos + i, p[i], t_pattern(pos + i, seed));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void t_pipe2(struct pp_file *ends[2], int flags)
+{
+	if (pp_pipe2(ends, flags) < 0)
+		t_fail_at(__FILE__, __LINE__, "pp_pipe2: %s", strerror(errno));
+}
+
+void t_kpipe2(int fds[2], int flags)
+{
+	if (pipe2(fds, flags) < 0)
+		t_fail_at(__FILE__, __LINE__, "pipe2: %s", strerror(errno));
+}
+
+ssize_t t_read_full(struct pp_file *f, void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t r = pp_read(f, (char *)buf + done, len - done);
+		if (r < 0)
+			t_fail_at(__FILE__, __LINE__, "pp_read: %s", strerror(errno));
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+ssize_t t_write_full(struct pp_file *f, const void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t r = pp_write(f, (const char *)buf + done, len - done);
+		if (r <= 0)
+			t_fail_at(__FILE__, __LINE__, "pp_write: %s", strerror(errno));
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+int t_tmpfile(const char *dir, size_t len, unsigned int seed, char path[64])
+{
+	char chunk[65536];
+	int fd;
+
+	snprintf(path, 64, "%s/pp-test-XXXXXX", dir ? dir : "/tmp");
+	fd = mkstemp(path);
+	if (fd < 0)
+		t_fail_at(__FILE__, __LINE__, "mkstemp %s: %s", path, strerror(errno));
+	for (size_t off = 0; off < len; ) {
+		size_t n = len - off < sizeof(chunk) ? len - off : sizeof(chunk);
+		t_fill(chunk, n, off, seed);
+		if (pwrite(fd, chunk, n, (off_t)off) != (ssize_t)n)
+			t_fail_at(__FILE__, __LINE__, "pwrite: %s", strerror(errno));
+		off += n;
+	}
+	return fd;
+}
+
+int t_tcp_pair(int fds[2])
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	int one = 1;
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (l < 0)
+		return -1;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l, (void *)&sa, sizeof(sa)) < 0 || listen(l, 1) < 0 ||
+	    getsockname(l, (void *)&sa, &sl) < 0)
+		goto fail;
+	fds[1] = socket(AF_INET, SOCK_STREAM, 0);
+	if (fds[1] < 0 || connect(fds[1], (void *)&sa, sizeof(sa)) < 0)
+		goto fail;
+	fds[0] = accept(l, NULL, NULL);
+	if (fds[0] < 0)
+		goto fail;
+	close(l);
+	return 0;
+fail:
+	close(l);
+	return -1;
+}
+
+long long t_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * helpers.h - what every test shares: exit codes, assertions that print
+ * both values and cannot be compiled out, and setup helpers.
+ */
+#ifndef PP_TEST_HELPERS_H
+#define PP_TEST_HELPERS_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pagepipe.h"
+
+enum t_exit {
+	T_EXIT_PASS = 0,
+	T_EXIT_FAIL = 1,
+	T_EXIT_SKIP = 77,
+};
+
+enum t_setup_ret {
+	T_SETUP_OK = 0,
+	T_SETUP_SKIP,
+};
+
+void t_fail_at(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4), noreturn));
+
+#define ASSERT_EQ(a, b) do {						\
+	long long _a = (long long)(a), _b = (long long)(b);		\
+	if (_a != _b)							\
+		t_fail_at(__FILE__, __LINE__, "%s == %s: %lld != %lld",	\
+			  #a, #b, _a, _b);				\
+} while (0)
+
+#define ASSERT_NE(a, b) do {						\
+	long long _a = (long long)(a), _b = (long long)(b);		\
+	if (_a == _b)							\
+		t_fail_at(__FILE__, __LINE__, "%s != %s: both %lld",	\
+			  #a, #b, _a);					\
+} while (0)
+
+#define ASSERT_GE(a, b) do {						\
+	long long _a = (long long)(a), _b = (long long)(b);		\
+	if (!(_a >= _b))						\
+		t_fail_at(__FILE__, __LINE__, "%s >= %s: %lld < %lld",	\
+			  #a, #b, _a, _b);				\
+} while (0)
+
+#define ASSERT_LE(a, b) do {						\
+	long long _a = (long long)(a), _b = (long long)(b);		\
+	if (!(_a <= _b))						\
+		t_fail_at(__FILE__, __LINE__, "%s <= %s: %lld > %lld",	\
+			  #a, #b, _a, _b);				\
+} while (0)
+
+#define ASSERT_TRUE(x) do {						\
+	if (!(x))							\
+		t_fail_at(__FILE__, __LINE__, "%s is false", #x);	\
+} while (0)
+
+/* A call that must fail with -1 and errno e. */
+#define ASSERT_ERRNO(call, e) do {					\
+	errno = 0;							\
+	long long _r = (long long)(call);				\
+	int _e = errno;							\
+	if (_r != -1 || _e != (e))					\
+		t_fail_at(__FILE__, __LINE__,				\
+			  "%s: got %lld errno %d (%s), want -1 errno %d (%s)", \
+			  #call, _r, _e, strerror(_e), (e), strerror(e)); \
+} while (0)
+
+#define ASSERT_MEM_EQ(a, b, n) do {					\
+	const unsigned char *_a = (const void *)(a), *_b = (const void *)(b); \
+	size_t _n = (n);						\
+	for (size_t _i = 0; _i < _n; _i++)				\
+		if (_a[_i] != _b[_i])					\
+			t_fail_at(__FILE__, __LINE__,			\
+				  "%s[%zu] == %s[%zu]: 0x%02x != 0x%02x", \
+				  #a, _i, #b, _i, _a[_i], _b[_i]);	\
+} while (0)
+
+/*
+ * The same step on a kernel pipe and a pagepipe: compare return values
+ * and, on failure, errno.  Both results are saved for later checks.
+ */
+struct t_res { long long ret; int err; };
+#define T_CALL(call) ({ errno = 0; long long _r = (long long)(call); \
+	(struct t_res){ _r, _r < 0 ? errno : 0 }; })
+#define ASSERT_SAME(kcall, pcall) do {					\
+	struct t_res _k = T_CALL(kcall), _p = T_CALL(pcall);		\
+	if (_k.ret != _p.ret || _k.err != _p.err)			\
+		t_fail_at(__FILE__, __LINE__,				\
+			  "kernel %s = %lld (%s), pagepipe %s = %lld (%s)", \
+			  #kcall, _k.ret, _k.err ? strerror(_k.err) : "ok", \
+			  #pcall, _p.ret, _p.err ? strerror(_p.err) : "ok"); \
+} while (0)
+
+/* Deterministic bytes: the byte at stream position pos of stream seed. */
+static inline unsigned char t_pattern(unsigned long long pos, unsigned int seed)
+{
+	unsigned long long x = (pos + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+
+	x ^= x >> 29;
+	return (unsigned char)(x * 0xBF58476D1CE4E5B9ull >> 56);
+}
+void t_fill(void *buf, size_t len, unsigned long long pos, unsigned int seed);
+int  t_check(const void *buf, size_t len, unsigned long long pos, unsigned int seed);
+
+/* Helpers that exit the test with T_EXIT_FAIL on an unexpected error. */
+void   t_pipe2(struct pp_file *ends[2], int flags);
+void   t_kpipe2(int fds[2], int flags);
+ssize_t t_read_full(struct pp_file *f, void *buf, size_t len);
+ssize_t t_write_full(struct pp_file *f, const void *buf, size_t len);
+/* A temporary file with len pattern bytes; its path goes into path[64]. */
+int    t_tmpfile(const char *dir, size_t len, unsigned int seed, char path[64]);
+/* A connected TCP pair on 127.0.0.1: fds[0] accepted, fds[1] connected. */
+int    t_tcp_pair(int fds[2]);
+/* Milliseconds since some fixed point. */
+long long t_now_ms(void);
+
+#endif /* PP_TEST_HELPERS_H */
