@@ -44,12 +44,14 @@ LIB_OBJ   := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 LIB_PIC   := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
 TEST_SRC  := $(sort $(filter-out test/helpers.c test/fuzz-%.c,$(wildcard test/*.c)))
 TESTS     := $(TEST_SRC:test/%.c=$(B)/test/%)
+# Shell tests drive the CLI with real programs; they find binaries through $B.
+TEST_SH   := $(sort $(filter-out test/runtests.sh,$(wildcard test/*.sh)))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCHES   := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 EX_SRC    := $(sort $(wildcard examples/*.c))
 EXAMPLES  := $(EX_SRC:examples/%.c=$(B)/examples/%)
 TOOL_SRC  := $(sort $(wildcard tools/*.c))
-TOOL      := $(B)/pagepipe
+TOOL      := $(if $(TOOL_SRC),$(B)/pagepipe)
 HDRS      := include/pagepipe.h src/internal.h
 
 STATIC    := $(B)/lib$(NAME).a
@@ -99,7 +101,7 @@ $(B)/examples/%: examples/%.c $(STATIC)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS)
 
-$(TOOL): $(TOOL_SRC) $(STATIC) $(wildcard tools/*.h)
+$(B)/pagepipe: $(TOOL_SRC) $(STATIC) $(wildcard tools/*.h)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TOOL    $@")
 	$(Q)$(CC) $(CFLAGS) -Isrc -o $@ $(TOOL_SRC) $(STATIC) $(LDFLAGS)
@@ -111,7 +113,7 @@ tools: $(TOOL)
 
 # The test command the README names.
 check: all
-	$(Q)B=$(B) test/runtests.sh $(TESTS)
+	$(Q)B=$(B) test/runtests.sh $(TESTS) $(TEST_SH)
 
 bench: $(BENCHES) $(TOOL)
 	$(Q)B=$(B) bench/run.sh
@@ -146,3 +148,6 @@ uninstall:
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
+
+# Extra targets (fuzzing, valgrind...) live in mk/, one file per concern.
+-include $(sort $(wildcard mk/*.mk))
