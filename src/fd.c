@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 ssize_t pp__fd_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
@@ -59,7 +60,8 @@ static ssize_t sys_readv(int fd, const struct iovec *iov, int n, off_t *pos)
 	}
 }
 
-static ssize_t sys_writev(int fd, const struct iovec *iov, int n, off_t *pos)
+static ssize_t sys_writev(struct pp_file *out, const struct iovec *iov, int n, off_t *pos,
+			  unsigned int flags)
 {
 	for (;;) {
 		int e = pp__fault(PP_FAULT_WRITE);
@@ -67,7 +69,14 @@ static ssize_t sys_writev(int fd, const struct iovec *iov, int n, off_t *pos)
 
 		if (e)
 			return e;
-		r = pos ? pwritev(fd, iov, n, *pos) : writev(fd, iov, n);
+		if (out->kind == PP_KIND_SOCK) {
+			/* SPLICE_F_MORE is MSG_MORE; SIGPIPE as splice_to_socket gives it. */
+			struct msghdr msg = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n };
+
+			r = sendmsg(out->fd, &msg, (flags & SPLICE_F_MORE) ? MSG_MORE : 0);
+		} else {
+			r = pos ? pwritev(out->fd, iov, n, *pos) : writev(out->fd, iov, n);
+		}
 		if (r >= 0)
 			return r;
 		if (errno != EINTR)
@@ -134,7 +143,6 @@ ssize_t pp__fd_splice_write_copy(struct pp_file *out, off_t *pos, struct pp_buf 
 	size_t total = 0;
 	ssize_t r = 0;
 
-	(void)flags;
 	for (; n < nr_bufs && n < PP_IOV_MAX && total < len; n++) {
 		struct pp_buf *buf = &bufs[n];
 		size_t take = min_t(size_t, buf->len, len - total);
@@ -172,13 +180,9 @@ ssize_t pp__fd_splice_write_copy(struct pp_file *out, off_t *pos, struct pp_buf 
 		iov[n].iov_len = take;
 		total += take;
 	}
-	if (n && (r == 0 || total)) {
-		/* Anything gathered goes out; an error behind it waits for the next call. */
-		unsigned int cnt = n;
-
-		if (r < 0)
-			cnt = n;	/* the failed entry was never added */
-		r = sys_writev(out->fd, iov, (int)cnt, pos);
+	if (n) {
+		/* What was gathered goes out; an error behind it shows on the next call. */
+		r = sys_writev(out, iov, (int)n, pos, flags);
 		if (r > 0 && pos)
 			*pos += r;
 	}
@@ -189,6 +193,92 @@ ssize_t pp__fd_splice_write_copy(struct pp_file *out, off_t *pos, struct pp_buf 
 			pp__page_put(NULL, scratch[i]);
 	}
 	return r;
+}
+
+/*
+ * The longest run of file buffers at the front of bufs that one kernel
+ * call can move: the same descriptor, each starting where the last ended,
+ * every one but the last whole.  0 when bufs[0] has no origin.
+ */
+static unsigned int file_run(struct pp_buf *bufs, unsigned int nr, size_t max,
+			     int *fd, off_t *pos, size_t *bytes)
+{
+	unsigned int n = 0;
+	size_t sum = 0;
+	int rfd;
+	off_t rpos;
+
+	if (bufs[0].ops->map || pp__buf_origin(NULL, &bufs[0], fd, pos))
+		return 0;
+	for (; n < nr && sum < max; n++) {
+		if (n) {
+			if (bufs[n].ops->map || pp__buf_origin(NULL, &bufs[n], &rfd, &rpos) ||
+			    rfd != *fd || rpos != *pos + (off_t)sum)
+				break;
+		}
+		sum += min_t(size_t, bufs[n].len, max - sum);
+	}
+	*bytes = sum;
+	return n;
+}
+
+static bool kernel_path_unsupported(ssize_t r)
+{
+	return r == -EINVAL || r == -EXDEV || r == -ENOSYS || r == -EOPNOTSUPP || r == -EBADF;
+}
+
+/*
+ * splice_write for descriptors: file runs go through the kind's kernel
+ * path (move), with no byte in user memory; everything else, and any run
+ * the kernel refuses at run time, goes through writev.  The zero copy of
+ * the kernel is detected, never assumed.
+ */
+ssize_t pp__fd_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
+			    unsigned int nr_bufs, size_t len, unsigned int flags, pp__move_fn move)
+{
+	size_t done = 0;
+	unsigned int i = 0;
+
+	while (i < nr_bufs && done < len) {
+		unsigned int n;
+		size_t bytes = 0;
+		ssize_t r = -EOPNOTSUPP;
+		off_t spos;
+		int sfd;
+
+		n = move ? file_run(bufs + i, nr_bufs - i, len - done, &sfd, &spos, &bytes) : 0;
+		if (n) {
+			r = pp__fault(PP_FAULT_SPLICE);
+			if (!r)
+				r = move(out, sfd, spos, pos, bytes, flags);
+			if (r == 0 && bytes) {
+				/* 0 from a pseudo-file, or the data is gone: let a read decide. */
+				r = -EOPNOTSUPP;
+			}
+		}
+		if (!n || kernel_path_unsupported(r) || r == -EOPNOTSUPP) {
+			unsigned int m = n ? n : 1;
+
+			if (!n) {
+				/* A run of memory buffers. */
+				while (i + m < nr_bufs && (bufs[i + m].ops->map || bufs[i + m].page))
+					m++;
+			}
+			bytes = 0;
+			for (unsigned int k = 0; k < m; k++)
+				bytes += bufs[i + k].len;
+			bytes = min_t(size_t, bytes, len - done);
+			r = pp__fd_splice_write_copy(out, pos, bufs + i, m, bytes, flags);
+			n = m;
+		}
+		if (r < 0)
+			return done ? (ssize_t)done : r;
+		done += (size_t)r;
+		if ((size_t)r < bytes)
+			break;
+		i += n;
+	}
+	return (ssize_t)done;
 }
 
 const struct pp_file_ops pp__fd_ops = {

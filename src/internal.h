@@ -28,6 +28,8 @@
 #define PP_MAX_SIZE	(1ul << 31)	/* round_pipe_size() refuses larger sizes */
 #define PP_IOV_MAX	1024		/* UIO_MAXIOV */
 #define PP_MAX_RW	(INT_MAX & ~(long)4095)	/* MAX_RW_COUNT */
+/* Internal splice flag: a later pass of one splice takes only what is there. */
+#define PP__SPLICE_NOWAIT	0x100u
 #define SPLICE_F_ALL	(SPLICE_F_MOVE | SPLICE_F_NONBLOCK | SPLICE_F_MORE | SPLICE_F_GIFT)
 
 #define likely(x)	__builtin_expect(!!(x), 1)
@@ -77,6 +79,9 @@ struct pp_pipe {
 	/* Pages kept for the next write: atomic, so producers need no lock. */
 	_Atomic(void *) tmp_page[2];
 
+	/* The read loan in progress (zerocopy.c), under rd_mutex. */
+	struct pp__loan *loan;
+
 	/* Readiness descriptors for event loops (pp_file_event_fd), under mutex. */
 	int rd_event_fd, wr_event_fd;
 	bool rd_event_on, wr_event_on;
@@ -120,6 +125,17 @@ static inline void pp__pipe_push(struct pp_pipe *p, const struct pp_buf *buf)
 	*pp__pipe_buf(p, p->head) = *buf;
 	p->head++;
 }
+
+/*
+ * Consumers (under mutex, holding rd_mutex): copy up to max slots from the
+ * tail covering want bytes (stopping after a packet if packets), then, with
+ * the lock dropped and retaken, consume what was used from the front.
+ */
+unsigned int pp__pipe_snapshot(struct pp_pipe *p, struct pp_buf *snap, unsigned int max,
+			       size_t want, bool packets);
+unsigned int pp__pipe_consume(struct pp_pipe *p, size_t bytes, bool packets,
+			      struct pp_buf *dead, unsigned int max);
+void pp__pipe_release_bufs(struct pp_pipe *p, struct pp_buf *bufs, unsigned int n);
 
 /* -------------------------------------------------------------------------
  * Files.
@@ -182,6 +198,7 @@ void pp__file_put(struct pp_file *f);
 /* Pipe ends. */
 extern const struct pp_file_ops pp__pipe_read_ops, pp__pipe_write_ops;
 ssize_t pp__pipe_readv(struct pp_file *f, const struct iovec *iov, int iovcnt);
+ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bool nonblock);
 ssize_t pp__pipe_writev(struct pp_file *f, const struct iovec *iov, int iovcnt);
 short   pp__pipe_poll(struct pp_file *f, short events);
 int     pp__pipe_release(struct pp_file *f);
@@ -203,6 +220,10 @@ void pp__pipe_unlock_consumer(struct pp_pipe *p);
 int  pp__pipe_lock_producer(struct pp_pipe *p, bool nonblock);
 void pp__pipe_unlock_producer(struct pp_pipe *p);
 
+/* Two-pipe calls wait with no lock held first (splice.c): 1 ready, 0 EOF, -errno. */
+int  pp__ipipe_prep(struct pp_pipe *ip, bool nonblock);
+int  pp__opipe_prep(struct pp_file *out, bool nonblock);
+
 /* OS descriptors. */
 extern const struct pp_file_ops pp__fd_ops;		/* generic pass-through */
 extern const struct pp_file_ops pp__reg_ops;		/* regular files */
@@ -216,7 +237,18 @@ int     pp__fd_release(struct pp_file *f);
 /* splice_write for any descriptor: write(v) of mapped buffers, as many per call as fit. */
 ssize_t pp__fd_splice_write_copy(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
 				 unsigned int nr_bufs, size_t len, unsigned int flags);
+/*
+ * A kind's kernel path for file bytes: move `len` bytes of descriptor sfd
+ * from spos to out (at *pos when given, advancing it).  Bytes moved, or
+ * -errno; -EINVAL, -EXDEV, -ENOSYS, -EOPNOTSUPP make the caller copy instead.
+ */
+typedef ssize_t (*pp__move_fn)(struct pp_file *out, int sfd, off_t spos, off_t *pos,
+			       size_t len, unsigned int flags);
+ssize_t pp__fd_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
+			    unsigned int nr_bufs, size_t len, unsigned int flags, pp__move_fn move);
 /* splice_read for any descriptor: read(v) into fresh anonymous pages. */
+ssize_t pp__stream_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bufs,
+			       unsigned int nr_bufs, size_t len, unsigned int flags);
 ssize_t pp__fd_splice_read_copy(struct pp_file *in, off_t *pos, struct pp_buf *bufs,
 				unsigned int nr_bufs, size_t len, unsigned int flags);
 
@@ -265,6 +297,8 @@ static inline void pp__buf_release(struct pp_pipe *p, struct pp_buf *buf)
 	ops->release(p, buf);
 }
 
+void pp__loan_free(struct pp__loan *loan);
+
 /* Anonymous pages (buf.c). */
 void *pp__page_alloc(struct pp_pipe *p);		/* NULL: ENOMEM */
 void  pp__page_free(struct pp_pipe *p, void *page);	/* the caller held the only reference */
@@ -279,7 +313,15 @@ extern const struct pp_buf_ops pp__file_buf_ops;
 extern const struct pp_buf_ops pp__user_buf_ops;
 struct pp__file_ref *pp__file_ref_new(int fd);		/* dups fd; NULL: errno-free -ENOMEM/EMFILE lost */
 void pp__file_ref_put(struct pp__file_ref *ref);
+bool pp__file_ref_get(struct pp__file_ref *ref);
 int  pp__file_ref_fd(const struct pp__file_ref *ref);
+
+void *pp__user_ref_new(pp_release_fn release, void *base, void *arg);
+void  pp__user_ref_set_count(void *ref, size_t count);
+void  pp__user_ref_put(void *ref);
+/* Queue user memory by reference, a buffer per page it touches (vmsplice.c). */
+ssize_t pp__pipe_add_user(struct pp_file *f, const struct iovec *iov, unsigned long nr_segs,
+			  bool nonblock, bool gift, void *ref);
 
 /* Copies: the one place that knows how to read a buffer's bytes. */
 ssize_t pp__buf_copy_out(struct pp_pipe *p, struct pp_buf *buf, size_t off, void *dst, size_t len);

@@ -93,6 +93,7 @@ static void pipe_free(struct pp_pipe *p)
 			pp__buf_release(p, buf);
 	}
 	pp__pipe_free_tmp_pages(p);
+	pp__loan_free(p->loan);
 	if (p->rd_event_fd >= 0)
 		close(p->rd_event_fd);
 	if (p->wr_event_fd >= 0)
@@ -337,47 +338,70 @@ static ssize_t copy_buf_to_iter(struct pp_pipe *p, struct pp_buf *buf, size_t of
 	return (ssize_t)done;
 }
 
+unsigned int pp__pipe_snapshot(struct pp_pipe *p, struct pp_buf *snap, unsigned int max,
+			       size_t want, bool packets)
+{
+	unsigned int nr = 0;
+	size_t have = 0;
+
+	for (unsigned int s = p->tail; s != p->head && nr < max && have < want; s++) {
+		snap[nr] = *pp__pipe_buf(p, s);
+		have += snap[nr].len;
+		if (packets && (snap[nr++].flags & PP_BUF_FLAG_PACKET))
+			break;
+		if (!packets)
+			nr++;
+	}
+	return nr;
+}
+
 /*
- * Apply what a consumer took from its snapshot: advance the tail slots
- * under the ring lock.  A slot may have grown by a merge since the
- * snapshot; it stays if bytes remain.  Emptied slots are moved to `dead`
- * so their references are dropped after the lock is released.
+ * Apply what a consumer took from its snapshot: `bytes` from the front, in
+ * order.  A slot may have grown by a merge since the snapshot; it stays if
+ * bytes remain.  Emptied slots (zero-length ones on the way included) move
+ * to dead[] so their references are dropped after the ring lock is let go.
  */
-static unsigned int consume_slots(struct pp_pipe *p, const size_t *taken, unsigned int nr,
-				  struct pp_buf *dead)
+unsigned int pp__pipe_consume(struct pp_pipe *p, size_t bytes, bool packets,
+			      struct pp_buf *dead, unsigned int max)
 {
 	unsigned int ndead = 0;
 
-	for (unsigned int i = 0; i < nr; i++) {
+	while (!pp__pipe_empty(p) && ndead < max) {
 		struct pp_buf *buf = pp__pipe_buf(p, p->tail);
+		size_t n = min_t(size_t, bytes, buf->len);
 
-		buf->offset += (unsigned int)taken[i];
-		buf->len -= (unsigned int)taken[i];
-		if (taken[i] && (buf->flags & PP_BUF_FLAG_PACKET))
+		buf->offset += (unsigned int)n;
+		buf->len -= (unsigned int)n;
+		bytes -= n;
+		if (n && packets && (buf->flags & PP_BUF_FLAG_PACKET))
 			buf->len = 0;	/* a short read discards the rest of a packet */
 		if (buf->len)
 			break;
-		dead[ndead] = *buf;
+		dead[ndead++] = *buf;
 		buf->ops = NULL;
 		p->tail++;
-		ndead++;
+		if (!bytes && !pp__pipe_empty(p) && pp__pipe_buf(p, p->tail)->len)
+			break;
 	}
 	return ndead;
 }
 
-static void release_dead(struct pp_pipe *p, struct pp_buf *dead, unsigned int n)
+void pp__pipe_release_bufs(struct pp_pipe *p, struct pp_buf *bufs, unsigned int n)
 {
 	for (unsigned int i = 0; i < n; i++)
-		pp__buf_release(p, &dead[i]);
+		pp__buf_release(p, &bufs[i]);
 }
 
 ssize_t pp__pipe_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 {
+	return pp__pipe_read(f, iov, iovcnt, pp__file_flags(f) & O_NONBLOCK);
+}
+
+ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bool nonblock)
+{
 	struct pp_pipe *p = f->pipe;
 	struct iov_iter it = { iov, iovcnt, 0 };
 	struct pp_buf snap[PP_READ_BATCH], dead[PP_READ_BATCH];
-	size_t taken[PP_READ_BATCH];
-	bool nonblock = pp__file_flags(f) & O_NONBLOCK;
 	ssize_t total = pp__iov_total(iov, iovcnt);
 	ssize_t ret = 0;
 	int err;
@@ -394,8 +418,8 @@ ssize_t pp__pipe_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		return err;
 	pthread_mutex_lock(&p->mutex);
 	for (;;) {
-		unsigned int nr = 0, ndead;
-		size_t want = (size_t)(total - ret), have = 0;
+		unsigned int nr, ndead;
+		size_t want = (size_t)(total - ret), taken = 0;
 		bool stop = false, was_full;
 
 		if (pp__pipe_empty(p)) {
@@ -410,12 +434,7 @@ ssize_t pp__pipe_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		}
 
 		/* Snapshot the tail slots this read will use. */
-		for (unsigned int s = p->tail; s != p->head && nr < PP_READ_BATCH && have < want; s++) {
-			snap[nr] = *pp__pipe_buf(p, s);
-			have += snap[nr].len;
-			if (snap[nr++].flags & PP_BUF_FLAG_PACKET)
-				break;
-		}
+		nr = pp__pipe_snapshot(p, snap, PP_READ_BATCH, want, true);
 		pthread_mutex_unlock(&p->mutex);
 
 		for (unsigned int i = 0; i < nr; i++) {
@@ -423,7 +442,6 @@ ssize_t pp__pipe_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 			size_t n = min_t(size_t, buf->len, want);
 			ssize_t r;
 
-			taken[i] = 0;
 			if (!n)
 				continue;	/* zero-length buffers are eaten */
 			err = pp__buf_confirm(p, buf);
@@ -435,31 +453,31 @@ ssize_t pp__pipe_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 				 */
 				if (!ret)
 					ret = r;
-				taken[i] = buf->len;
-				nr = i + 1;
+				taken += buf->len;
 				stop = true;
 				break;
 			}
-			taken[i] = (size_t)r;
+			taken += (size_t)r;
 			ret += r;
 			want -= (size_t)r;
-			if ((size_t)r < n || (buf->flags & PP_BUF_FLAG_PACKET) || !want) {
-				nr = i + 1;
-				stop = stop || (size_t)r < n || (buf->flags & PP_BUF_FLAG_PACKET);
+			if ((size_t)r < n || (buf->flags & PP_BUF_FLAG_PACKET)) {
+				stop = true;
 				break;
 			}
+			if (!want)
+				break;
 		}
 
 		pthread_mutex_lock(&p->mutex);
 		was_full = pp__pipe_full(p);
-		ndead = consume_slots(p, taken, nr, dead);
+		ndead = pp__pipe_consume(p, taken, true, dead, PP_READ_BATCH);
 		if (ndead && (was_full || p->wr_sleepers))
 			pp__pipe_wake_writers(p);
 		else if (ndead)
 			pp__pipe_update_events(p);
 		if (ndead) {
 			pthread_mutex_unlock(&p->mutex);
-			release_dead(p, dead, ndead);
+			pp__pipe_release_bufs(p, dead, ndead);
 			pthread_mutex_lock(&p->mutex);
 		}
 		if (stop || ret < 0 || ret == total)

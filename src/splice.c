@@ -1,30 +1,489 @@
 // SPDX-License-Identifier: MIT
-/* splice.c - placeholder until the splice work lands: the calls exist, nothing moves yet. */
+/*
+ * splice.c - pp_splice(): move buffers between a pagepipe and any endpoint.
+ *
+ * This is the generic code the 2005 prototype lacked: endpoints only turn
+ * their data into arrays of buffers (->splice_read) or consume arrays of
+ * buffers (->splice_write); moving them into and out of the ring, waiting,
+ * positions and errors are handled here, once.
+ *
+ *   file -> pipe	splice_to_pipe():   ->splice_read into a local array,
+ *			then publish the array at the head.
+ *   pipe -> file	splice_from_pipe(): snapshot the tail, ->splice_write,
+ *			consume what it took.
+ *   pipe -> pipe	splice_pipe_to_pipe(): move whole buffers, share a
+ *			partly taken one (->get) and make the copy unmergeable.
+ *   fd -> fd		the kernel's own splice(2), when both are OS descriptors.
+ */
 #include "internal.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Buffers one pass of an endpoint op handles; a splice may take several passes. */
+#define SPLICE_BATCH	64u
+
+/* ---------------------------------------------------------------------- */
+
+/* Can the descriptor take an explicit offset (FMODE_PREAD/FMODE_PWRITE)? */
+static bool file_seekable(struct pp_file *f)
+{
+	switch (f->kind) {
+	case PP_KIND_REG:
+		return true;
+	case PP_KIND_CHR:
+	case PP_KIND_OTHER:
+		return lseek(f->fd, 0, SEEK_CUR) >= 0;
+	case PP_KIND_USER:
+		return true;	/* the endpoint decides what an offset means */
+	default:
+		return false;
+	}
+}
+
+/*
+ * Where a splice on a non-pipe end starts: at *off when given, else at the
+ * file position, which the caller then advances.  Non-seekable ends get no
+ * position at all.
+ */
+struct splice_pos {
+	off_t pos;
+	off_t *ppos;		/* handed to the endpoint: &pos, or NULL */
+	bool update_fpos;	/* write pos back to the descriptor's file position */
+};
+
+static int splice_pos_init(struct splice_pos *sp, struct pp_file *f, off_t *off)
+{
+	sp->ppos = NULL;
+	sp->update_fpos = false;
+	if (off) {
+		if (!file_seekable(f))
+			return -EINVAL;
+		if (*off < 0)
+			return -EINVAL;	/* rw_verify_area */
+		sp->pos = *off;
+		sp->ppos = &sp->pos;
+		return 0;
+	}
+	if (f->kind == PP_KIND_REG) {
+		sp->pos = lseek(f->fd, 0, SEEK_CUR);
+		if (sp->pos < 0)
+			return -errno;
+		sp->ppos = &sp->pos;
+		sp->update_fpos = true;
+	}
+	return 0;
+}
+
+static void splice_pos_done(struct splice_pos *sp, struct pp_file *f, off_t *off, ssize_t ret)
+{
+	if (ret <= 0)
+		return;
+	if (off)
+		*off = sp->pos;
+	else if (sp->update_fpos)
+		(void)lseek(f->fd, sp->pos, SEEK_SET);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* Under the producer lock and the ring lock: a free slot, or why not. */
+static int wait_for_space(struct pp_file *out, struct pp_pipe *p, bool nonblock)
+{
+	for (;;) {
+		if (!p->readers)
+			return pp__pipe_epipe(out);
+		if (!pp__pipe_full(p))
+			return 0;
+		if (nonblock)
+			return -EAGAIN;
+		pp__pipe_wait_writable(p);
+	}
+}
+
+/* Publish produced buffers; under the ring lock with the producer lock held. */
+static void publish(struct pp_file *out, struct pp_pipe *p, struct pp_buf *bufs, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		/*
+		 * We hold the producer lock, so only a shrinking resize can
+		 * have taken the room we counted; the data is already taken
+		 * from the source, so wait for room rather than lose it.
+		 */
+		while (pp__pipe_full(p) && p->readers)
+			pp__pipe_wait_writable(p);
+		if (!p->readers) {
+			pthread_mutex_unlock(&p->mutex);
+			pp__pipe_release_bufs(p, bufs + i, n - i);
+			pthread_mutex_lock(&p->mutex);
+			(void)out;
+			return;
+		}
+		pp__pipe_push(p, &bufs[i]);
+	}
+	pp__pipe_wake_readers(p);
+}
+
+static ssize_t splice_to_pipe(struct pp_file *in, off_t *ppos, struct pp_file *out,
+			      size_t len, unsigned int flags)
+{
+	struct pp_pipe *p = out->pipe;
+	bool nonblock = pp__pipe_nonblock(out, flags);
+	struct pp_buf bufs[SPLICE_BATCH];
+	ssize_t ret = 0;
+	int err;
+
+	err = pp__pipe_lock_producer(p, nonblock);
+	if (err)
+		return err;
+	pthread_mutex_lock(&p->mutex);
+	err = wait_for_space(out, p, nonblock);
+	if (err) {
+		pthread_mutex_unlock(&p->mutex);
+		pp__pipe_unlock_producer(p);
+		return err;
+	}
+	if (!in->ops->splice_read) {
+		pthread_mutex_unlock(&p->mutex);
+		pp__pipe_unlock_producer(p);
+		return -EINVAL;
+	}
+	/* Capped to the free slots, a page each, as in Linux. */
+	len = min_t(size_t, len, (size_t)(p->max_usage - pp__pipe_occupancy(p)) << pp__page_shift);
+	len = min_t(size_t, len, PP_MAX_RW);
+
+	while (len) {
+		unsigned int nfree = p->max_usage - pp__pipe_occupancy(p);
+		unsigned int nr = min_t(unsigned int, nfree, SPLICE_BATCH), n = 0;
+		ssize_t r;
+		size_t sum = 0;
+
+		if (!nr || !p->readers)
+			break;
+		pthread_mutex_unlock(&p->mutex);
+		r = in->ops->splice_read(in, ppos, bufs, nr, len, flags | (ret ? PP__SPLICE_NOWAIT : 0));
+		pthread_mutex_lock(&p->mutex);
+		if (r <= 0) {
+			if (!ret)
+				ret = r;
+			break;
+		}
+		while (sum < (size_t)r)
+			sum += bufs[n++].len;
+		publish(out, p, bufs, n);
+		ret += r;
+		len -= (size_t)r;
+		if (n < nr)
+			break;	/* the source had no more for now */
+	}
+	pthread_mutex_unlock(&p->mutex);
+	pp__pipe_unlock_producer(p);
+	return ret;
+}
+
+/*
+ * Wait for data at the tail: 1 when there is some, 0 at EOF, or -errno.
+ * Under the consumer lock and the ring lock.
+ */
+static int wait_for_data(struct pp_pipe *p, bool nonblock, bool some_done)
+{
+	while (pp__pipe_empty(p)) {
+		if (!p->writers || some_done)
+			return 0;
+		if (nonblock)
+			return -EAGAIN;
+		pp__pipe_wait_readable(p);
+	}
+	return 1;
+}
+
+static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *ppos,
+				size_t len, unsigned int flags)
+{
+	struct pp_pipe *p = in->pipe;
+	bool nonblock = pp__pipe_nonblock(in, flags);
+	struct pp_buf snap[SPLICE_BATCH], dead[SPLICE_BATCH];
+	ssize_t ret = 0;
+	int err;
+
+	err = pp__pipe_lock_consumer(p, nonblock);
+	if (err)
+		return err;
+	pthread_mutex_lock(&p->mutex);
+	len = min_t(size_t, len, PP_MAX_RW);
+	while (len) {
+		unsigned int nr, ok = 0, ndead;
+		unsigned int oflags = flags;
+		size_t avail = 0, drop = 0;
+		ssize_t r;
+
+		err = wait_for_data(p, nonblock, ret > 0);
+		if (err <= 0) {
+			if (!ret)
+				ret = err;
+			break;
+		}
+		nr = pp__pipe_snapshot(p, snap, SPLICE_BATCH, len, false);
+		if (pp__pipe_occupancy(p) > nr && len > 0)
+			oflags |= SPLICE_F_MORE;	/* more is queued: let sockets cork */
+		pthread_mutex_unlock(&p->mutex);
+
+		/* Confirm each buffer before its bytes are touched; stop at the first bad one. */
+		for (; ok < nr; ok++) {
+			err = pp__buf_confirm(p, &snap[ok]);
+			if (err)
+				break;
+			avail += snap[ok].len;
+		}
+		if (ok)
+			r = out->ops->splice_write(out, ppos, snap, ok, min_t(size_t, len, avail), oflags);
+		else
+			r = err;
+		if (r == -ENODATA) {
+			/* The data is gone: drop that buffer, and end the splice as Linux does. */
+			drop = snap[0].len;
+			r = 0;
+		}
+
+		pthread_mutex_lock(&p->mutex);
+		if (r > 0 || drop) {
+			bool was_full = pp__pipe_full(p);
+
+			ndead = pp__pipe_consume(p, (size_t)(r > 0 ? r : 0) + drop, false,
+						 dead, SPLICE_BATCH);
+			if (ndead) {
+				if (was_full || p->wr_sleepers)
+					pp__pipe_wake_writers(p);
+				else
+					pp__pipe_update_events(p);
+				pthread_mutex_unlock(&p->mutex);
+				pp__pipe_release_bufs(p, dead, ndead);
+				pthread_mutex_lock(&p->mutex);
+			}
+		}
+		if (r <= 0) {
+			if (!ret)
+				ret = r;
+			break;
+		}
+		ret += r;
+		len -= (size_t)r;
+		if ((size_t)r < min_t(size_t, len + (size_t)r, avail) || ok < nr)
+			break;	/* short write, or a bad buffer next */
+	}
+	pthread_mutex_unlock(&p->mutex);
+	pp__pipe_unlock_consumer(p);
+	return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+
+/*
+ * ipipe_prep/opipe_prep: wait for input data and output room holding no
+ * lock of the other pipe (see internal.h: this is what keeps two threads
+ * splicing in opposite directions from deadlocking).  1 ready, 0 EOF.
+ */
+int pp__ipipe_prep(struct pp_pipe *ip, bool nonblock)
+{
+	int ret = 1;
+
+	pthread_mutex_lock(&ip->mutex);
+	while (pp__pipe_empty(ip)) {
+		if (!ip->writers) {
+			ret = 0;
+			break;
+		}
+		if (nonblock) {
+			ret = -EAGAIN;
+			break;
+		}
+		pp__pipe_wait_readable(ip);
+	}
+	pthread_mutex_unlock(&ip->mutex);
+	return ret;
+}
+
+int pp__opipe_prep(struct pp_file *out, bool nonblock)
+{
+	struct pp_pipe *op = out->pipe;
+	int ret = 0;
+
+	pthread_mutex_lock(&op->mutex);
+	for (;;) {
+		if (!op->readers) {
+			ret = pp__pipe_epipe(out);
+			break;
+		}
+		if (!pp__pipe_full(op))
+			break;
+		if (nonblock) {
+			ret = -EAGAIN;
+			break;
+		}
+		pp__pipe_wait_writable(op);
+	}
+	pthread_mutex_unlock(&op->mutex);
+	return ret;
+}
+
+static ssize_t splice_pipe_to_pipe(struct pp_file *in, struct pp_file *out, size_t len,
+				   unsigned int flags)
+{
+	struct pp_pipe *ip = in->pipe, *op = out->pipe;
+	bool nonblock = pp__pipe_nonblock(in, flags) || pp__pipe_nonblock(out, flags);
+	ssize_t ret;
+	int err;
+
+retry:
+	ret = 0;
+	err = pp__ipipe_prep(ip, nonblock);
+	if (err <= 0)
+		return err;
+	err = pp__opipe_prep(out, nonblock);
+	if (err)
+		return err;
+
+	err = pp__pipe_lock_consumer(ip, nonblock);
+	if (err)
+		return err;
+	err = pp__pipe_lock_producer(op, nonblock);
+	if (err) {
+		pp__pipe_unlock_consumer(ip);
+		return err;
+	}
+	pp__pipe_double_lock(ip, op);
+	bool input_eof = false, consumed = false;
+
+	while (len) {
+		struct pp_buf *ibuf, *obuf;
+
+		if (!op->readers) {
+			if (!ret)
+				ret = pp__pipe_epipe(out);
+			break;
+		}
+		if (pp__pipe_empty(ip)) {
+			input_eof = !ip->writers;
+			break;
+		}
+		if (pp__pipe_full(op))
+			break;
+
+		ibuf = pp__pipe_buf(ip, ip->tail);
+		obuf = pp__pipe_buf(op, op->head);
+		if (len >= ibuf->len) {
+			/* Move the whole buffer: ownership moves, flags (CAN_MERGE too) with it. */
+			*obuf = *ibuf;
+			ibuf->ops = NULL;
+			ip->tail++;
+			op->head++;
+			ret += obuf->len;
+			len -= obuf->len;
+			consumed = true;
+			continue;
+		}
+		/* Share it: the copy is a second reference, so never mergeable. */
+		if (!pp__buf_get(ip, ibuf)) {
+			if (!ret)
+				ret = -EFAULT;
+			break;
+		}
+		*obuf = *ibuf;
+		obuf->flags &= ~(PP_BUF_FLAG_GIFT | PP_BUF_FLAG_CAN_MERGE);
+		obuf->len = (unsigned int)len;
+		ibuf->offset += (unsigned int)len;
+		ibuf->len -= (unsigned int)len;
+		op->head++;
+		ret += (ssize_t)len;
+		len = 0;
+	}
+	if (ret > 0)
+		pp__pipe_wake_readers(op);
+	if (consumed)
+		pp__pipe_wake_writers(ip);
+	pp__pipe_double_unlock(ip, op);
+	pp__pipe_unlock_producer(op);
+	pp__pipe_unlock_consumer(ip);
+
+	/* 0 means EOF; if we only lost a race, go round again. */
+	if (ret == 0 && !input_eof) {
+		if (nonblock)
+			return -EAGAIN;
+		goto retry;
+	}
+	return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+
+static ssize_t do_splice(struct pp_file *in, off_t *off_in, struct pp_file *out,
+			 off_t *off_out, size_t len, unsigned int flags)
+{
+	bool ipipe = pp__is_pipe(in), opipe = pp__is_pipe(out);
+	struct splice_pos sp;
+	ssize_t ret;
+	int err;
+
+	if (!ipipe && !opipe) {
+		/* Two OS descriptors: the kernel decides, including "neither a pipe". */
+		if (in->fd >= 0 && out->fd >= 0) {
+			ret = splice(in->fd, off_in, out->fd, off_out, len, flags);
+			return ret < 0 ? -errno : ret;
+		}
+		if (!pp__file_readable(in) || !pp__file_writable(out))
+			return -EBADF;
+		return -EINVAL;
+	}
+	if (ipipe && off_in)
+		return -ESPIPE;
+	if (opipe && off_out)
+		return -ESPIPE;
+	if (!pp__file_readable(in) || !pp__file_writable(out))
+		return -EBADF;
+
+	if (ipipe && opipe) {
+		if (in->pipe == out->pipe)
+			return -EINVAL;
+		return splice_pipe_to_pipe(in, out, len, flags);
+	}
+
+	if (ipipe) {
+		err = splice_pos_init(&sp, out, off_out);
+		if (err)
+			return err;
+		if (pp__file_flags(out) & O_APPEND)
+			return -EINVAL;
+		if (!out->ops->splice_write)
+			return -EINVAL;
+		ret = splice_from_pipe(in, out, sp.ppos, len, flags);
+		splice_pos_done(&sp, out, off_out, ret);
+		return ret;
+	}
+
+	err = splice_pos_init(&sp, in, off_in);
+	if (err)
+		return err;
+	ret = splice_to_pipe(in, sp.ppos, out, len, flags);
+	splice_pos_done(&sp, in, off_in, ret);
+	return ret;
+}
 
 PP_EXPORT ssize_t pp_splice(struct pp_file *in, off_t *off_in, struct pp_file *out,
 			    off_t *off_out, size_t len, unsigned int flags)
 {
-	(void)in; (void)off_in; (void)out; (void)off_out; (void)len; (void)flags;
-	return pp__ret(-ENOSYS);
-}
+	ssize_t ret;
 
-PP_EXPORT ssize_t pp_tee(struct pp_file *in, struct pp_file *out, size_t len, unsigned int flags)
-{
-	(void)in; (void)out; (void)len; (void)flags;
-	return pp__ret(-ENOSYS);
+	if (!len)
+		return 0;
+	if (flags & ~SPLICE_F_ALL)
+		return pp__ret(-EINVAL);
+	if (!in || !out)
+		return pp__ret(-EBADF);
+	pp__file_get(in);
+	pp__file_get(out);
+	ret = do_splice(in, off_in, out, off_out, len, flags);
+	pp__file_put(out);
+	pp__file_put(in);
+	return pp__ret(ret);
 }
-
-PP_EXPORT ssize_t pp_vmsplice(struct pp_file *f, const struct iovec *iov, size_t nr_segs,
-			      unsigned int flags)
-{
-	(void)f; (void)iov; (void)nr_segs; (void)flags;
-	return pp__ret(-ENOSYS);
-}
-
-const struct pp_file_ops pp__reg_ops = { .readv = pp__fd_readv, .writev = pp__fd_writev, .poll = pp__fd_poll, .release = pp__fd_release };
-const struct pp_file_ops pp__fifo_ops = { .readv = pp__fd_readv, .writev = pp__fd_writev, .poll = pp__fd_poll, .release = pp__fd_release };
-const struct pp_file_ops pp__sock_ops = { .readv = pp__fd_readv, .writev = pp__fd_writev, .poll = pp__fd_poll, .release = pp__fd_release };
-const struct pp_file_ops pp__chr_ops = { .readv = pp__fd_readv, .writev = pp__fd_writev, .poll = pp__fd_poll, .release = pp__fd_release };
-struct pp__file_ref *pp__file_ref_new(int fd) { (void)fd; return NULL; }
-void pp__file_ref_put(struct pp__file_ref *ref) { (void)ref; }

@@ -8,6 +8,9 @@
 #include <netinet/tcp.h>
 #include <stdarg.h>
 #include <sys/socket.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
 #include <time.h>
 
 void t_fail_at(const char *file, int line, const char *fmt, ...)
@@ -136,4 +139,119 @@ long long t_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int t_run_subtests(const struct t_subtest *tests, size_t n)
+{
+	const char *only = getenv("T_SUBTEST");
+	int npass = 0, nfail = 0, nskip = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int status, rc;
+		pid_t pid;
+
+		if (only && *only && strcmp(only, tests[i].name) != 0)
+			continue;
+		fflush(stdout);
+		fflush(stderr);
+		pid = fork();
+		if (pid < 0) {
+			fprintf(stderr, "fork: %s\n", strerror(errno));
+			return T_EXIT_FAIL;
+		}
+		if (pid == 0) {
+			alarm(T_SUBTEST_TIMEOUT);
+			rc = tests[i].fn();
+			fflush(stdout);
+			exit(rc);
+		}
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		if (WIFEXITED(status)) {
+			rc = WEXITSTATUS(status);
+			if (rc == T_EXIT_PASS) {
+				npass++;
+				printf("  %-40s PASS\n", tests[i].name);
+			} else if (rc == T_EXIT_SKIP) {
+				nskip++;
+				printf("  %-40s SKIP\n", tests[i].name);
+			} else {
+				nfail++;
+				printf("  %-40s FAIL (exit %d)\n", tests[i].name, rc);
+			}
+		} else {
+			int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+
+			nfail++;
+			printf("  %-40s FAIL (%s%s)\n", tests[i].name,
+			       sig == SIGALRM ? "hung, killed after the timeout: " : "signal ",
+			       strsignal(sig));
+		}
+	}
+	printf("%d passed, %d failed, %d skipped\n", npass, nfail, nskip);
+	fflush(stdout);
+	if (nfail)
+		return T_EXIT_FAIL;
+	if (nskip && !npass)
+		return T_EXIT_SKIP;
+	return T_EXIT_PASS;
+}
+
+int t_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("skip: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	return T_EXIT_SKIP;
+}
+
+void t_join(pthread_t th, void **ret, int seconds)
+{
+	struct timespec ts;
+	int e;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += seconds;
+	e = pthread_timedjoin_np(th, ret, &ts);
+	if (e == ETIMEDOUT)
+		t_fail_at(__FILE__, __LINE__, "a thread did not finish within %d s (hang)", seconds);
+	if (e)
+		t_fail_at(__FILE__, __LINE__, "pthread_timedjoin_np: %s", strerror(e));
+}
+
+static atomic_int sigpipes;
+
+static void on_sigpipe(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&sigpipes, 1);
+}
+
+void t_sigpipe_count_start(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigpipe;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGPIPE, &sa, NULL) < 0)
+		t_fail_at(__FILE__, __LINE__, "sigaction: %s", strerror(errno));
+	atomic_store(&sigpipes, 0);
+}
+
+int t_sigpipe_count(void)
+{
+	return atomic_load(&sigpipes);
+}
+
+void t_sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
 }

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,31 @@ struct t_res { long long ret; int err; };
 			  #pcall, _p.ret, _p.err ? strerror(_p.err) : "ok"); \
 } while (0)
 
+/*
+ * read(kfd, n) and pp_read(pf, n): the same result and errno and, when
+ * bytes came back, the same bytes.
+ */
+#define ASSERT_SAME_READ(kfd, pf, n) do {				\
+	size_t _rn = (n);						\
+	unsigned char *_kb = malloc(_rn + 1), *_pb = malloc(_rn + 1);	\
+	if (!_kb || !_pb)						\
+		t_fail_at(__FILE__, __LINE__, "malloc");		\
+	struct t_res _kr = T_CALL(read((kfd), _kb, _rn));		\
+	struct t_res _pr = T_CALL(pp_read((pf), _pb, _rn));		\
+	if (_kr.ret != _pr.ret || _kr.err != _pr.err)			\
+		t_fail_at(__FILE__, __LINE__,				\
+			  "kernel read(%s, %zu) = %lld (%s), pagepipe = %lld (%s)", \
+			  #kfd, _rn, _kr.ret, _kr.err ? strerror(_kr.err) : "ok", \
+			  _pr.ret, _pr.err ? strerror(_pr.err) : "ok");	\
+	for (long long _i = 0; _i < _kr.ret; _i++)			\
+		if (_kb[_i] != _pb[_i])					\
+			t_fail_at(__FILE__, __LINE__,			\
+				  "read(%s, %zu): byte %lld: kernel 0x%02x, pagepipe 0x%02x", \
+				  #kfd, _rn, _i, _kb[_i], _pb[_i]);	\
+	free(_kb);							\
+	free(_pb);							\
+} while (0)
+
 /* Deterministic bytes: the byte at stream position pos of stream seed. */
 static inline unsigned char t_pattern(unsigned long long pos, unsigned int seed)
 {
@@ -123,5 +149,40 @@ int    t_tmpfile(const char *dir, size_t len, unsigned int seed, char path[64]);
 int    t_tcp_pair(int fds[2]);
 /* Milliseconds since some fixed point. */
 long long t_now_ms(void);
+
+
+/*
+ * Sub-tests.  t_run_subtests() runs each in its own child process, so that
+ * one failure does not hide the next and signal handlers, descriptors and
+ * SIGPIPE dispositions do not leak between them; a child still running
+ * after T_SUBTEST_TIMEOUT seconds is killed and counts as a failure (a
+ * hang detector, never a pass/fail timing).  Prints one line per sub-test
+ * and returns main's exit code: FAIL if any failed, SKIP if all skipped,
+ * else PASS.  T_SUBTEST=name in the environment runs only that one.
+ */
+#define T_SUBTEST_TIMEOUT	30
+struct t_subtest {
+	const char *name;
+	int (*fn)(void);
+};
+#define T_SUBTEST(fn)	{ #fn, fn }
+int t_run_subtests(const struct t_subtest *tests, size_t n);
+#define T_RUN_SUBTESTS(arr)	t_run_subtests((arr), sizeof(arr) / sizeof((arr)[0]))
+
+/* Print why a sub-test skips and return T_EXIT_SKIP. */
+int t_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Join a thread, failing the test if it has not finished within seconds
+ * (a hang, e.g. a waiter that was never woken).
+ */
+void t_join(pthread_t th, void **ret, int seconds);
+
+/* Count SIGPIPEs with a handler (so EPIPE is returned and nothing dies). */
+void t_sigpipe_count_start(void);
+int  t_sigpipe_count(void);
+
+/* Sleep for ms milliseconds: only to let another thread reach a wait. */
+void t_sleep_ms(int ms);
 
 #endif /* PP_TEST_HELPERS_H */

@@ -82,6 +82,8 @@ static int test_setsize(void)
 		ASSERT_SAME(fcntl(k[0], F_SETPIPE_SZ, sizes[i]), pp_fcntl(p[0], F_SETPIPE_SZ, sizes[i]));
 		ASSERT_SAME(fcntl(k[1], F_GETPIPE_SZ), pp_fcntl(p[1], F_GETPIPE_SZ));
 	}
+	close(k[0]); close(k[1]);
+	pp_close(p[0]); pp_close(p[1]);
 	return 0;
 }
 
@@ -102,6 +104,8 @@ static int test_packet(void)
 	ASSERT_MEM_EQ(kb, pb, 4);
 	for (int i = 0; i < 17; i++)
 		ASSERT_SAME(write(k[1], "z", 1), pp_write(p[1], "z", 1));
+	close(k[0]); close(k[1]);
+	pp_close(p[0]); pp_close(p[1]);
 	return 0;
 }
 

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench.h - what every benchmark shares: a clock, a time budget, peak RSS,
+ * a forked child per case and the result printer.
+ *
+ * Benchmarks print numbers and never judge them: the exit status says only
+ * whether the program could run (0), not whether it was fast.  Each case
+ * runs for PP_BENCH_SECONDS (default 1) so that `make bench` stays within a
+ * few minutes on a small machine; set it higher for steadier numbers.
+ */
+#ifndef PP_BENCH_H
+#define PP_BENCH_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pagepipe.h"
+
+#define KiB	1024ul
+#define MiB	(1024ul * 1024)
+#define GiB	(1024ul * 1024 * 1024)
+
+static inline double bench_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Seconds per case, from PP_BENCH_SECONDS; a bad value means the default. */
+static inline double bench_seconds(void)
+{
+	const char *s = getenv("PP_BENCH_SECONDS");
+	double v;
+	char *end;
+
+	if (!s || !*s)
+		return 1.0;
+	v = strtod(s, &end);
+	if (*end || !(v > 0.0) || v > 3600.0)
+		return 1.0;
+	return v;
+}
+
+/* Peak resident set of this process, in KiB (ru_maxrss is KiB on Linux). */
+static inline long bench_peak_rss_kib(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return -1;
+	return ru.ru_maxrss;
+}
+
+/*
+ * Where a two-thread case runs its threads, from PP_BENCH_PIN: "split"
+ * (the default on two or more CPUs: writer on the first allowed CPU, reader
+ * on the second), "same" (both on the first) or "none" (the scheduler's
+ * choice).  Unpinned runs on a small VM swing by 4x from run to run as the
+ * scheduler moves the pair, which hides any difference between pipes.
+ */
+enum bench_pin { BENCH_PIN_NONE, BENCH_PIN_SPLIT, BENCH_PIN_SAME };
+
+static inline enum bench_pin bench_pin_mode(void)
+{
+	const char *s = getenv("PP_BENCH_PIN");
+	cpu_set_t set;
+
+	if (s && !strcmp(s, "none"))
+		return BENCH_PIN_NONE;
+	if (s && !strcmp(s, "same"))
+		return BENCH_PIN_SAME;
+	if (sched_getaffinity(0, sizeof(set), &set) || CPU_COUNT(&set) < 2)
+		return BENCH_PIN_SAME;
+	return BENCH_PIN_SPLIT;
+}
+
+static inline const char *bench_pin_name(enum bench_pin m)
+{
+	return m == BENCH_PIN_NONE ? "none" : m == BENCH_PIN_SAME ? "same CPU" : "split CPUs";
+}
+
+/* Pin the calling thread as role 0 (writer) or 1 (reader) of the pair. */
+static inline void bench_pin_self(enum bench_pin m, int role)
+{
+	cpu_set_t set, one;
+	int seen = 0, want = m == BENCH_PIN_SPLIT ? role : 0;
+
+	if (m == BENCH_PIN_NONE || sched_getaffinity(0, sizeof(set), &set))
+		return;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &set) || seen++ != want)
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		/* Best effort: an unpinned run is still a run. */
+		(void)pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+		return;
+	}
+}
+
+static inline double bench_mbps(uint64_t bytes, double secs)
+{
+	return secs > 0 ? (double)bytes / secs / 1e6 : 0.0;
+}
+
+/*
+ * The outcome of one case.  err is 0 or the errno that stopped it, so a
+ * case that cannot run (ENOSYS before splice lands, EINVAL for a missing
+ * op) prints "n/a (ENOSYS)" rather than a bogus rate.
+ */
+struct bench_res {
+	uint64_t bytes;
+	double secs;
+	int err;
+	long rss_start_kib;	/* ru_maxrss when the case began */
+	long rss_peak_kib;	/* ru_maxrss when it ended */
+};
+
+static inline double bench_res_mbps(const struct bench_res *r)
+{
+	return bench_mbps(r->bytes, r->secs);
+}
+
+/*
+ * Run fn in a forked child and return what it measured.  A child of its own
+ * gives each case a fresh ru_maxrss, so peak RSS growth is the case's alone
+ * and not the high-water mark of an earlier, larger case.  fn fills
+ * bytes/secs/err.  rss_start_kib is sampled before fn runs; fn may sample it
+ * again once its own buffers and threads exist, so that the growth shown is
+ * what the pipe itself held.
+ */
+typedef void (*bench_fn)(void *arg, struct bench_res *res);
+
+static inline struct bench_res bench_fork(bench_fn fn, void *arg)
+{
+	struct bench_res res = { .err = 0 };
+	int fds[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	fflush(NULL);
+	if (pipe(fds)) {
+		res.err = errno;
+		return res;
+	}
+	pid = fork();
+	if (pid < 0) {
+		res.err = errno;
+		close(fds[0]);
+		close(fds[1]);
+		return res;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		res.rss_start_kib = bench_peak_rss_kib();
+		fn(arg, &res);
+		res.rss_peak_kib = bench_peak_rss_kib();
+		/* Fewer than PIPE_BUF bytes into an empty pipe: never short. */
+		n = write(fds[1], &res, sizeof(res));
+		_exit(n == (ssize_t)sizeof(res) ? 0 : 1);
+	}
+	close(fds[1]);
+	do {
+		n = read(fds[0], &res, sizeof(res));
+	} while (n < 0 && errno == EINTR);
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof(res)) {
+		/* The child died: say so in the table rather than stop the run. */
+		memset(&res, 0, sizeof(res));
+		res.err = ECHILD;
+		if (WIFSIGNALED(status))
+			fprintf(stderr, "bench: case killed by signal %d\n", WTERMSIG(status));
+	}
+	return res;
+}
+
+static inline const char *bench_errname(int err)
+{
+	const char *s = strerrorname_np(err);
+
+	return s ? s : "error";
+}
+
+/*
+ * Format a rate for a table cell: "1234.5" or "n/a (ENOSYS)".  buf is the
+ * caller's, so several cells can be formatted for one printf.
+ */
+static inline const char *bench_fmt_rate(char *buf, size_t sz, const struct bench_res *r)
+{
+	if (r->err)
+		snprintf(buf, sz, "n/a (%s)", bench_errname(r->err));
+	else
+		snprintf(buf, sz, "%.1f", bench_res_mbps(r));
+	return buf;
+}
+
+/* "3.42x", or "-" when either side did not run. */
+static inline const char *bench_fmt_ratio(char *buf, size_t sz, const struct bench_res *num,
+					  const struct bench_res *den)
+{
+	double d = bench_res_mbps(den);
+
+	if (num->err || den->err || d <= 0)
+		snprintf(buf, sz, "-");
+	else
+		snprintf(buf, sz, "%.2fx", bench_res_mbps(num) / d);
+	return buf;
+}
+
+/* Peak RSS growth during the case, in MiB, as "+1.2"; "-" when it did not run. */
+static inline const char *bench_fmt_rss(char *buf, size_t sz, const struct bench_res *r)
+{
+	if (r->err || r->rss_peak_kib < 0 || r->rss_start_kib < 0)
+		snprintf(buf, sz, "-");
+	else
+		snprintf(buf, sz, "+%.1f", (double)(r->rss_peak_kib - r->rss_start_kib) / 1024.0);
+	return buf;
+}
+
+/* "64", "4K", "1M": sizes as the tables show them. */
+static inline const char *bench_fmt_size(char *buf, size_t sz, size_t n)
+{
+	if (n >= GiB && !(n % GiB))
+		snprintf(buf, sz, "%zuG", n / GiB);
+	else if (n >= MiB && !(n % MiB))
+		snprintf(buf, sz, "%zuM", n / MiB);
+	else if (n >= KiB && !(n % KiB))
+		snprintf(buf, sz, "%zuK", n / KiB);
+	else
+		snprintf(buf, sz, "%zu", n);
+	return buf;
+}
+
+/* A benchmark's banner: its name, what it measures, and the time per case. */
+static inline void bench_title(const char *name, const char *what)
+{
+	printf("\n== %s: %s (%.1f s per case, PP_BENCH_SECONDS) ==\n", name, what,
+	       bench_seconds());
+}
+
+/* Setup failures are the one reason a bench exits non-zero. */
+static inline __attribute__((noreturn, format(printf, 1, 2)))
+void bench_die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+#endif /* PP_BENCH_H */

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kpipe.c - kernel pipes and FIFOs as endpoints.
+ *
+ * Into a kernel pipe, file buffers go by splice(2) from the file, so the
+ * kernel pipe ends up referring to page-cache pages as a kernel splice
+ * would make it; memory buffers are written.  We never vmsplice our own
+ * pages into a kernel pipe: it would keep referring to them after we
+ * recycle them, and Linux is turning vmsplice into a copy anyway.  Out of
+ * a kernel pipe, bytes can only be copied into user space.
+ */
+#include "internal.h"
+
+#include <unistd.h>
+
+static bool fd_readable_now(int fd)
+{
+	struct pollfd pfd = { fd, POLLIN, 0 };
+
+	return poll(&pfd, 1, 0) > 0;
+}
+
+/*
+ * Sources that can block: the first pass may wait as the descriptor's own
+ * O_NONBLOCK says; later passes of the same splice only take what is there.
+ */
+ssize_t pp__stream_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bufs,
+			       unsigned int nr_bufs, size_t len, unsigned int flags)
+{
+	if ((flags & PP__SPLICE_NOWAIT) && !fd_readable_now(in->fd))
+		return 0;
+	return pp__fd_splice_read_copy(in, pos, bufs, nr_bufs, len, flags);
+}
+
+static ssize_t kpipe_move(struct pp_file *out, int sfd, off_t spos, off_t *pos, size_t len,
+			  unsigned int flags)
+{
+	size_t done = 0;
+
+	(void)pos;
+	while (done < len) {
+		ssize_t r = splice(sfd, &spos, out->fd, NULL, len - done,
+				   SPLICE_F_MOVE | (flags & SPLICE_F_MORE));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return done ? (ssize_t)done : -errno;
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+static ssize_t kpipe_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
+				  unsigned int nr_bufs, size_t len, unsigned int flags)
+{
+	return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, kpipe_move);
+}
+
+const struct pp_file_ops pp__fifo_ops = {
+	.readv		= pp__fd_readv,
+	.writev		= pp__fd_writev,
+	.splice_read	= pp__stream_splice_read,
+	.splice_write	= kpipe_splice_write,
+	.poll		= pp__fd_poll,
+	.release	= pp__fd_release,
+	.name		= "kernel pipe",
+};

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+/*
+ * reg.c - regular files as endpoints.
+ *
+ * splice_read makes file buffers (file_buf.c): a reference per page, no
+ * byte read, readahead started so the I/O runs while the data waits in the
+ * pipe (the seed: "we start the IO when we do the splice, but the waiting
+ * for the result happens separately, when (or if) the data is used").
+ * splice_write hands file buffers to copy_file_range(2) and writes memory
+ * buffers with pwritev(2).
+ *
+ * Pseudo-files (procfs, sysfs...) report sizes that are not their contents,
+ * so they are read by copy, as copy_splice_read does in Linux.
+ */
+#include "internal.h"
+
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+static bool pseudo_fs(int fd)
+{
+	struct statfs sfs;
+
+	if (fstatfs(fd, &sfs) < 0)
+		return true;
+	switch ((unsigned long)sfs.f_type) {
+	case PROC_SUPER_MAGIC:
+	case SYSFS_MAGIC:
+	case DEBUGFS_MAGIC:
+	case TRACEFS_MAGIC:
+	case CGROUP_SUPER_MAGIC:
+	case CGROUP2_SUPER_MAGIC:
+	case SECURITYFS_MAGIC:
+	case BPF_FS_MAGIC:
+	case EFIVARFS_MAGIC:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The descriptor buffers hold, made on first use; racing makers agree on one. */
+static struct pp__file_ref *file_ref(struct pp_file *f)
+{
+	struct pp__file_ref *ref = __atomic_load_n(&f->fref, __ATOMIC_ACQUIRE), *expect = NULL;
+
+	if (ref)
+		return ref;
+	ref = pp__file_ref_new(f->fd);
+	if (!ref)
+		return NULL;
+	if (!__atomic_compare_exchange_n(&f->fref, &expect, ref, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		pp__file_ref_put(ref);
+		ref = expect;
+	}
+	return ref;
+}
+
+static ssize_t reg_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bufs,
+			       unsigned int nr_bufs, size_t len, unsigned int flags)
+{
+	const size_t psz = pp__page_size;
+	struct pp__file_ref *ref;
+	struct stat st;
+	off_t off;
+	unsigned int n = 0;
+
+	if ((pp__file_flags(in) & O_DIRECT) || pseudo_fs(in->fd))
+		return pp__fd_splice_read_copy(in, pos, bufs, nr_bufs, len, flags);
+	if (fstat(in->fd, &st) < 0)
+		return -errno;
+	if (*pos >= st.st_size)
+		return 0;
+	len = min_t(size_t, len, (size_t)(st.st_size - *pos));
+	ref = file_ref(in);
+	if (!ref)
+		return -ENOMEM;
+
+	for (off = *pos; len && n < nr_bufs; n++) {
+		off_t page = off & ~(off_t)(psz - 1);
+		size_t o = (size_t)(off - page), l = min_t(size_t, psz - o, len);
+
+		if (!pp__file_ref_get(ref))
+			break;
+		bufs[n] = (struct pp_buf){
+			.offset = (unsigned int)o,
+			.len = (unsigned int)l,
+			.ops = &pp__file_buf_ops,
+			.flags = 0,
+			.private = ref,
+			.index = (uint64_t)page,
+		};
+		off += (off_t)l;
+		len -= l;
+	}
+	if (!n)
+		return -EFAULT;	/* the reference count refused */
+	/* Start the I/O now; its result is waited for when a buffer is consumed. */
+	(void)readahead(in->fd, *pos, (size_t)(off - *pos));
+	len = (size_t)(off - *pos);
+	*pos = off;
+	return (ssize_t)len;
+}
+
+static ssize_t reg_move(struct pp_file *out, int sfd, off_t spos, off_t *pos, size_t len,
+			unsigned int flags)
+{
+	size_t done = 0;
+
+	(void)flags;
+	while (done < len) {
+		ssize_t r = copy_file_range(sfd, &spos, out->fd, pos, len - done, 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return done ? (ssize_t)done : -errno;
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+static ssize_t reg_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
+				unsigned int nr_bufs, size_t len, unsigned int flags)
+{
+	return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, reg_move);
+}
+
+const struct pp_file_ops pp__reg_ops = {
+	.readv		= pp__fd_readv,
+	.writev		= pp__fd_writev,
+	.splice_read	= reg_splice_read,
+	.splice_write	= reg_splice_write,
+	.poll		= pp__fd_poll,
+	.release	= pp__fd_release,
+	.name		= "regular file",
+};

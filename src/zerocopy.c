@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: MIT
+/*
+ * zerocopy.c - a read that lends the pipe's memory instead of copying it.
+ *
+ * pp_read_lend() snapshots the buffers at the tail and hands out iovecs
+ * pointing into their pages; pp_read_done() consumes what the reader used.
+ * The consumer lock is held in between, so nobody else takes those
+ * buffers, while writers go on filling the rest of the ring.  (The by-
+ * reference write, pp_write_ref(), is in vmsplice.c with its sibling.)
+ *
+ * Lent memory is read-only.  A buffer whose bytes are not addressable (a
+ * file's pages) is read into a scratch page first: that is a copy, the one
+ * a read() would make.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+
+#define LOAN_MAX	64u
+
+struct pp__loan {
+	bool active;
+	unsigned int nr;
+	size_t lent;
+	struct pp_buf snap[LOAN_MAX];
+	void *mapped[LOAN_MAX];
+	void *scratch[LOAN_MAX];
+};
+
+void pp__loan_free(struct pp__loan *loan)
+{
+	free(loan);
+}
+
+static void loan_unmap(struct pp_pipe *p, struct pp__loan *loan)
+{
+	for (unsigned int i = 0; i < loan->nr; i++) {
+		if (loan->mapped[i])
+			pp__buf_unmap(p, &loan->snap[i], loan->mapped[i]);
+		if (loan->scratch[i])
+			pp__page_put(NULL, loan->scratch[i]);
+		loan->mapped[i] = loan->scratch[i] = NULL;
+	}
+	loan->nr = 0;
+	loan->lent = 0;
+	loan->active = false;
+}
+
+static ssize_t do_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t count)
+{
+	struct pp_pipe *p = f->pipe;
+	bool nonblock = pp__file_flags(f) & O_NONBLOCK;
+	struct pp__loan *loan;
+	unsigned int nr, n = 0;
+	size_t lent = 0;
+	int err;
+
+	err = pp__pipe_lock_consumer(p, nonblock);
+	if (err)
+		return err;
+	if (!p->loan) {
+		p->loan = calloc(1, sizeof(*p->loan));
+		if (!p->loan) {
+			pp__pipe_unlock_consumer(p);
+			return -ENOMEM;
+		}
+	}
+	loan = p->loan;
+
+	pthread_mutex_lock(&p->mutex);
+	while (pp__pipe_empty(p)) {
+		if (!p->writers || nonblock) {
+			err = p->writers ? -EAGAIN : 0;
+			pthread_mutex_unlock(&p->mutex);
+			pp__pipe_unlock_consumer(p);
+			return err;
+		}
+		pp__pipe_wait_readable(p);
+	}
+	nr = pp__pipe_snapshot(p, loan->snap, min_t(unsigned int, (unsigned int)iovcnt, LOAN_MAX),
+			       count, true);
+	pthread_mutex_unlock(&p->mutex);
+
+	for (; n < nr && lent < count; n++) {
+		struct pp_buf *buf = &loan->snap[n];
+		size_t len = min_t(size_t, buf->len, count - lent);
+		void *addr;
+
+		loan->mapped[n] = loan->scratch[n] = NULL;
+		err = pp__buf_confirm(p, buf);
+		if (err)
+			break;
+		if (!buf->ops->map && buf->page) {
+			addr = (char *)buf->page + buf->offset;
+		} else if (!buf->ops->map) {
+			ssize_t r;
+
+			loan->scratch[n] = pp__page_alloc(NULL);
+			if (!loan->scratch[n]) {
+				err = -ENOMEM;
+				break;
+			}
+			r = pp__buf_copy_out(p, buf, 0, loan->scratch[n], len);
+			if (r <= 0) {
+				pp__page_put(NULL, loan->scratch[n]);
+				loan->scratch[n] = NULL;
+				err = r ? (int)r : -ENODATA;
+				break;
+			}
+			len = (size_t)r;
+			addr = loan->scratch[n];
+		} else {
+			loan->mapped[n] = pp__buf_map(p, buf);
+			if (!loan->mapped[n]) {
+				err = -EIO;
+				break;
+			}
+			addr = (char *)loan->mapped[n] + buf->offset;
+		}
+		iov[n] = (struct iovec){ addr, len };
+		lent += len;
+		if (buf->flags & PP_BUF_FLAG_PACKET) {
+			n++;
+			break;
+		}
+	}
+	loan->nr = n;
+	loan->lent = lent;
+	if (!lent) {
+		loan_unmap(p, loan);
+		pp__pipe_unlock_consumer(p);
+		return err ? err : -EIO;
+	}
+	loan->active = true;
+	return (ssize_t)lent;	/* the consumer lock stays held until pp_read_done() */
+}
+
+PP_EXPORT ssize_t pp_read_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t count)
+{
+	ssize_t r;
+
+	if (!f)
+		return pp__ret(-EBADF);
+	if (!pp__is_pipe(f))
+		return pp__ret(-EINVAL);
+	if (!pp__file_readable(f))
+		return pp__ret(-EBADF);
+	if (iovcnt <= 0 || iovcnt > PP_IOV_MAX)
+		return pp__ret(-EINVAL);
+	if (!iov)
+		return pp__ret(-EFAULT);
+	if (!count)
+		return 0;
+	pp__file_get(f);
+	r = do_lend(f, iov, iovcnt, min_t(size_t, count, PP_MAX_RW));
+	if (r <= 0)
+		pp__file_put(f);	/* a loan keeps its reference until done */
+	return pp__ret(r);
+}
+
+PP_EXPORT int pp_read_done(struct pp_file *f, size_t consumed)
+{
+	struct pp_buf dead[LOAN_MAX];
+	struct pp_pipe *p;
+	struct pp__loan *loan;
+	unsigned int ndead;
+	bool was_full;
+
+	if (!f)
+		return (int)pp__ret(-EBADF);
+	if (!pp__is_pipe(f) || !f->pipe->loan || !f->pipe->loan->active)
+		return (int)pp__ret(-EINVAL);
+	p = f->pipe;
+	loan = p->loan;
+	consumed = min_t(size_t, consumed, loan->lent);
+
+	pthread_mutex_lock(&p->mutex);
+	was_full = pp__pipe_full(p);
+	ndead = pp__pipe_consume(p, consumed, true, dead, LOAN_MAX);
+	if (ndead && (was_full || p->wr_sleepers))
+		pp__pipe_wake_writers(p);
+	else if (ndead)
+		pp__pipe_update_events(p);
+	pthread_mutex_unlock(&p->mutex);
+	loan_unmap(p, loan);
+	pp__pipe_release_bufs(p, dead, ndead);
+	pp__pipe_unlock_consumer(p);
+	pp__file_put(f);
+	return 0;
+}
