@@ -11,18 +11,8 @@
 #include "internal.h"
 
 #include <sys/sendfile.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
-
-static bool is_dev(int fd, unsigned int maj, unsigned int min)
-{
-	struct stat st;
-
-	return fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) &&
-	       major(st.st_rdev) == maj && minor(st.st_rdev) == min;
-}
 
 static void *zero_page;
 static pthread_once_t zero_once = PTHREAD_ONCE_INIT;
@@ -61,7 +51,7 @@ static ssize_t chr_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bu
 	size_t done = 0;
 	unsigned int n = 0;
 
-	if (!is_dev(in->fd, 1, 5))
+	if (!(in->fd_flags & PP_FD_ZERO))
 		return pp__stream_splice_read(in, pos, bufs, nr_bufs, len, flags);
 	pthread_once(&zero_once, zero_page_init);
 	if (!zero_page)
@@ -99,7 +89,7 @@ static ssize_t chr_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *
 {
 	size_t total = 0;
 
-	if (!is_dev(out->fd, 1, 3))
+	if (!(out->fd_flags & PP_FD_NULL))
 		return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, chr_move);
 	for (unsigned int i = 0; i < nr_bufs && total < len; i++)
 		total += min_t(size_t, bufs[i].len, len - total);

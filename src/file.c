@@ -15,7 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -140,15 +143,41 @@ PP_EXPORT ssize_t pp_writev(struct pp_file *f, const struct iovec *iov, int iovc
 
 /* ---------------------------------------------------------------------- */
 
-static enum pp_kind fd_kind(int fd, int *sock_type)
+static bool pseudo_fs(int fd)
+{
+	struct statfs sfs;
+
+	if (fstatfs(fd, &sfs) < 0)
+		return true;
+	switch ((unsigned long)sfs.f_type) {
+	case PROC_SUPER_MAGIC:
+	case SYSFS_MAGIC:
+	case DEBUGFS_MAGIC:
+	case TRACEFS_MAGIC:
+	case CGROUP_SUPER_MAGIC:
+	case CGROUP2_SUPER_MAGIC:
+	case SECURITYFS_MAGIC:
+	case BPF_FS_MAGIC:
+	case EFIVARFS_MAGIC:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* What kind of endpoint a descriptor is, decided once: it cannot change. */
+static enum pp_kind fd_kind(int fd, int *sock_type, unsigned int *fd_flags)
 {
 	struct stat st;
 	socklen_t sl = sizeof(*sock_type);
 
+	*fd_flags = 0;
 	if (fstat(fd, &st) < 0)
 		return PP_KIND_OTHER;
 	switch (st.st_mode & S_IFMT) {
 	case S_IFREG:
+		if (pseudo_fs(fd))
+			*fd_flags |= PP_FD_PSEUDO;
 		return PP_KIND_REG;
 	case S_IFIFO:
 		return PP_KIND_FIFO;
@@ -157,6 +186,10 @@ static enum pp_kind fd_kind(int fd, int *sock_type)
 			*sock_type = 0;
 		return PP_KIND_SOCK;
 	case S_IFCHR:
+		if (major(st.st_rdev) == 1 && minor(st.st_rdev) == 3)
+			*fd_flags |= PP_FD_NULL;
+		if (major(st.st_rdev) == 1 && minor(st.st_rdev) == 5)
+			*fd_flags |= PP_FD_ZERO;
 		return PP_KIND_CHR;
 	default:
 		return PP_KIND_OTHER;
@@ -183,6 +216,7 @@ PP_EXPORT struct pp_file *pp_fdopen(int fd)
 {
 	struct pp_file *f;
 	enum pp_kind kind;
+	unsigned int fd_flags;
 	int fl, sock_type = 0;
 
 	fl = fcntl(fd, F_GETFL);
@@ -192,7 +226,7 @@ PP_EXPORT struct pp_file *pp_fdopen(int fd)
 		errno = EBADF;
 		return NULL;
 	}
-	kind = fd_kind(fd, &sock_type);
+	kind = fd_kind(fd, &sock_type, &fd_flags);
 	f = pp__file_alloc(kind_ops(kind), kind, fl);
 	if (!f) {
 		errno = ENOMEM;
@@ -200,6 +234,7 @@ PP_EXPORT struct pp_file *pp_fdopen(int fd)
 	}
 	f->fd = fd;
 	f->sock_type = sock_type;
+	f->fd_flags = fd_flags;
 	return f;
 }
 

@@ -87,6 +87,21 @@ struct pp_pipe {
 	bool rd_event_on, wr_event_on;
 };
 
+/*
+ * head and tail change only under mutex, but a waiter spins on them with
+ * the lock dropped before it sleeps (pp__pipe_wait_*), so every store is
+ * atomic.  Reads under mutex need no atomics.
+ */
+static inline void pp__pipe_set_head(struct pp_pipe *p, unsigned int head)
+{
+	__atomic_store_n(&p->head, head, __ATOMIC_RELEASE);
+}
+
+static inline void pp__pipe_set_tail(struct pp_pipe *p, unsigned int tail)
+{
+	__atomic_store_n(&p->tail, tail, __ATOMIC_RELEASE);
+}
+
 static inline unsigned int pp__pipe_occupancy(const struct pp_pipe *p)
 {
 	return p->head - p->tail;
@@ -123,7 +138,7 @@ int  pp__pipe_wait_writable(struct pp_pipe *p);	/* under mutex; 0 */
 static inline void pp__pipe_push(struct pp_pipe *p, const struct pp_buf *buf)
 {
 	*pp__pipe_buf(p, p->head) = *buf;
-	p->head++;
+	pp__pipe_set_head(p, p->head + 1);
 }
 
 /*
@@ -152,6 +167,10 @@ enum pp_kind {
 
 struct pp__file_ref;
 
+#define PP_FD_PSEUDO	0x1	/* a regular file of procfs, sysfs...: read by copy */
+#define PP_FD_NULL	0x2	/* /dev/null */
+#define PP_FD_ZERO	0x4	/* /dev/zero */
+
 struct pp_file {
 	const struct pp_file_ops *ops;
 	atomic_uint refs;		/* one for being open, one per call in flight */
@@ -160,6 +179,7 @@ struct pp_file {
 	struct pp_pipe *pipe;		/* PP_KIND_PIPE */
 	int fd;				/* OS kinds, else -1 */
 	int sock_type;			/* PP_KIND_SOCK: SOCK_STREAM... */
+	unsigned int fd_flags;		/* PP_FD_*: what pp_fdopen() learnt once */
 	struct pp__file_ref *fref;	/* PP_KIND_REG: the descriptor file buffers hold */
 	void *private;			/* PP_KIND_USER */
 };

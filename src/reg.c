@@ -14,32 +14,8 @@
  */
 #include "internal.h"
 
-#include <linux/magic.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
-
-static bool pseudo_fs(int fd)
-{
-	struct statfs sfs;
-
-	if (fstatfs(fd, &sfs) < 0)
-		return true;
-	switch ((unsigned long)sfs.f_type) {
-	case PROC_SUPER_MAGIC:
-	case SYSFS_MAGIC:
-	case DEBUGFS_MAGIC:
-	case TRACEFS_MAGIC:
-	case CGROUP_SUPER_MAGIC:
-	case CGROUP2_SUPER_MAGIC:
-	case SECURITYFS_MAGIC:
-	case BPF_FS_MAGIC:
-	case EFIVARFS_MAGIC:
-		return true;
-	default:
-		return false;
-	}
-}
 
 /* The descriptor buffers hold, made on first use; racing makers agree on one. */
 static struct pp__file_ref *file_ref(struct pp_file *f)
@@ -68,7 +44,7 @@ static ssize_t reg_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bu
 	off_t off;
 	unsigned int n = 0;
 
-	if ((pp__file_flags(in) & O_DIRECT) || pseudo_fs(in->fd))
+	if ((pp__file_flags(in) & O_DIRECT) || (in->fd_flags & PP_FD_PSEUDO))
 		return pp__fd_splice_read_copy(in, pos, bufs, nr_bufs, len, flags);
 	if (fstat(in->fd, &st) < 0)
 		return -errno;

@@ -376,8 +376,8 @@ retry:
 			/* Move the whole buffer: ownership moves, flags (CAN_MERGE too) with it. */
 			*obuf = *ibuf;
 			ibuf->ops = NULL;
-			ip->tail++;
-			op->head++;
+			pp__pipe_set_tail(ip, ip->tail + 1);
+			pp__pipe_set_head(op, op->head + 1);
 			ret += obuf->len;
 			len -= obuf->len;
 			consumed = true;
@@ -394,7 +394,7 @@ retry:
 		obuf->len = (unsigned int)len;
 		ibuf->offset += (unsigned int)len;
 		ibuf->len -= (unsigned int)len;
-		op->head++;
+		pp__pipe_set_head(op, op->head + 1);
 		ret += (ssize_t)len;
 		len = 0;
 	}

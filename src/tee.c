@@ -44,7 +44,7 @@ static ssize_t link_pipe(struct pp_file *in, struct pp_file *out, size_t len, bo
 		obuf->flags &= ~(PP_BUF_FLAG_GIFT | PP_BUF_FLAG_CAN_MERGE);
 		if (obuf->len > len)
 			obuf->len = (unsigned int)len;
-		op->head++;
+		pp__pipe_set_head(op, op->head + 1);
 		ret += obuf->len;
 		len -= obuf->len;
 	}
