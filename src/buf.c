@@ -8,6 +8,8 @@
  * splices share them.  A page goes back to its pipe's two-page cache
  * (tmp_page, as in fs/pipe.c) only when the releasing buffer held the only
  * reference: a page another pipe can still see is never handed to a writer.
+ * The cache holds up to a default ring's worth of pages (Linux keeps two)
+ * so that a reader freeing a batch does not send them back to malloc.
  */
 #include "internal.h"
 
@@ -44,7 +46,7 @@ void *pp__page_alloc(struct pp_pipe *p)
 	struct anon_page *h;
 
 	if (p) {
-		for (int i = 0; i < 2; i++) {
+		for (int i = 0; i < PP_TMP_PAGES; i++) {
 			void *page = atomic_exchange_explicit(&p->tmp_page[i], NULL,
 							      memory_order_acquire);
 			if (page) {
@@ -65,7 +67,7 @@ void *pp__page_alloc(struct pp_pipe *p)
 void pp__page_free(struct pp_pipe *p, void *page)
 {
 	if (p) {
-		for (int i = 0; i < 2; i++) {
+		for (int i = 0; i < PP_TMP_PAGES; i++) {
 			void *expect = NULL;
 
 			if (atomic_compare_exchange_strong_explicit(&p->tmp_page[i], &expect, page,
@@ -79,7 +81,7 @@ void pp__page_free(struct pp_pipe *p, void *page)
 
 void pp__pipe_free_tmp_pages(struct pp_pipe *p)
 {
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < PP_TMP_PAGES; i++) {
 		void *page = atomic_exchange(&p->tmp_page[i], NULL);
 
 		if (page)

@@ -25,6 +25,7 @@
 #define PP_EXPORT	__attribute__((visibility("default")))
 #define PP_PIPE_BUF	4096u		/* POSIX atomicity limit; not the page size */
 #define PP_DEF_SLOTS	16u		/* PIPE_DEF_BUFFERS */
+#define PP_TMP_PAGES	16		/* pages a pipe keeps for its writers */
 #define PP_MAX_SIZE	(1ul << 31)	/* round_pipe_size() refuses larger sizes */
 #define PP_IOV_MAX	1024		/* UIO_MAXIOV */
 #define PP_MAX_RW	(INT_MAX & ~(long)4095)	/* MAX_RW_COUNT */
@@ -74,10 +75,11 @@ struct pp_pipe {
 	struct pp_buf *bufs;
 	unsigned int readers, writers;	/* open ends */
 	unsigned int rd_sleepers, wr_sleepers;
+	unsigned int wake_pending;	/* PP_WAKE_*: broadcast once the ring lock is let go */
 	unsigned int files;		/* ends still allocated; the pipe goes with the last */
 
 	/* Pages kept for the next write: atomic, so producers need no lock. */
-	_Atomic(void *) tmp_page[2];
+	_Atomic(void *) tmp_page[PP_TMP_PAGES];
 
 	/* The read loan in progress (zerocopy.c), under rd_mutex. */
 	struct pp__loan *loan;
@@ -122,11 +124,31 @@ static inline struct pp_buf *pp__pipe_buf(const struct pp_pipe *p, unsigned int 
 	return &p->bufs[slot & (p->ring_size - 1)];
 }
 
+#define PP_WAKE_RD	0x1
+#define PP_WAKE_WR	0x2
+
+void pp__pipe_flush_wakes(struct pp_pipe *p, unsigned int wake);
+
+/*
+ * Every ring unlock goes through here: wake-ups decided under the lock are
+ * delivered after it is dropped, so a woken thread does not run straight
+ * into the lock its waker still holds.
+ */
+static inline void pp__pipe_unlock(struct pp_pipe *p)
+{
+	unsigned int wake = p->wake_pending;
+
+	p->wake_pending = 0;
+	pthread_mutex_unlock(&p->mutex);
+	if (wake)
+		pp__pipe_flush_wakes(p, wake);
+}
+
 void pp__pipe_double_lock(struct pp_pipe *a, struct pp_pipe *b);
 void pp__pipe_double_unlock(struct pp_pipe *a, struct pp_pipe *b);
 void pp__pipe_update_events(struct pp_pipe *p);	/* under mutex, after any change */
-void pp__pipe_wake_readers(struct pp_pipe *p);		/* under mutex */
-void pp__pipe_wake_writers(struct pp_pipe *p);		/* under mutex */
+void pp__pipe_wake_readers(struct pp_pipe *p);		/* under mutex; delivered at unlock */
+void pp__pipe_wake_writers(struct pp_pipe *p);		/* under mutex; delivered at unlock */
 int  pp__pipe_wait_readable(struct pp_pipe *p);	/* under mutex; 0 */
 int  pp__pipe_wait_writable(struct pp_pipe *p);	/* under mutex; 0 */
 

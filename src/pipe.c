@@ -10,6 +10,7 @@
  */
 #include "internal.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,9 +61,16 @@ PP_EXPORT size_t pp_pipe_get_max_size(void)
 
 /* ---------------------------------------------------------------------- */
 
-static void mutex_init(pthread_mutex_t *m)
+static void mutex_init(pthread_mutex_t *m, bool adaptive)
 {
-	pthread_mutex_init(m, NULL);
+	pthread_mutexattr_t attr;
+
+	pthread_mutexattr_init(&attr);
+	/* The ring lock is held for a few dozen instructions: spin, don't sleep. */
+	if (adaptive)
+		pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(m, &attr);
+	pthread_mutexattr_destroy(&attr);
 }
 
 static struct pp_pipe *pipe_alloc(void)
@@ -79,9 +87,9 @@ static struct pp_pipe *pipe_alloc(void)
 		free(p);
 		return NULL;
 	}
-	mutex_init(&p->mutex);
-	mutex_init(&p->rd_mutex);
-	mutex_init(&p->wr_mutex);
+	mutex_init(&p->mutex, true);
+	mutex_init(&p->rd_mutex, false);
+	mutex_init(&p->wr_mutex, false);
 	pthread_cond_init(&p->rd_wait, NULL);
 	pthread_cond_init(&p->wr_wait, NULL);
 	p->ring_size = p->max_usage = PP_DEF_SLOTS;
@@ -164,8 +172,16 @@ void pp__pipe_double_lock(struct pp_pipe *a, struct pp_pipe *b)
 
 void pp__pipe_double_unlock(struct pp_pipe *a, struct pp_pipe *b)
 {
-	pthread_mutex_unlock(&a->mutex);
-	pthread_mutex_unlock(&b->mutex);
+	pp__pipe_unlock(a);
+	pp__pipe_unlock(b);
+}
+
+void pp__pipe_flush_wakes(struct pp_pipe *p, unsigned int wake)
+{
+	if (wake & PP_WAKE_RD)
+		pthread_cond_broadcast(&p->rd_wait);
+	if (wake & PP_WAKE_WR)
+		pthread_cond_broadcast(&p->wr_wait);
 }
 
 static void event_set(int fd, bool *state, bool on)
@@ -193,15 +209,25 @@ void pp__pipe_update_events(struct pp_pipe *p)
 void pp__pipe_wake_readers(struct pp_pipe *p)
 {
 	if (p->rd_sleepers)
-		pthread_cond_broadcast(&p->rd_wait);
+		p->wake_pending |= PP_WAKE_RD;
 	pp__pipe_update_events(p);
 }
 
 void pp__pipe_wake_writers(struct pp_pipe *p)
 {
 	if (p->wr_sleepers)
-		pthread_cond_broadcast(&p->wr_wait);
+		p->wake_pending |= PP_WAKE_WR;
 	pp__pipe_update_events(p);
+}
+
+/* Before sleeping, deliver what we owe: nobody else will. */
+static void flush_before_sleep(struct pp_pipe *p)
+{
+	unsigned int wake = p->wake_pending;
+
+	p->wake_pending = 0;
+	if (wake)
+		pp__pipe_flush_wakes(p, wake);
 }
 
 /*
@@ -214,17 +240,18 @@ void pp__pipe_wake_writers(struct pp_pipe *p)
  */
 #define PP_SPIN_NS	5000
 
-static int spin_ok = -1;
+static __thread int spin_ok = -1;
 
+/* Spinning helps only if the peer can run meanwhile: not on one CPU. */
 static bool spin_allowed(void)
 {
-	int v = __atomic_load_n(&spin_ok, __ATOMIC_RELAXED);
+	if (spin_ok < 0) {
+		cpu_set_t set;
 
-	if (v < 0) {
-		v = sysconf(_SC_NPROCESSORS_ONLN) > 1;
-		__atomic_store_n(&spin_ok, v, __ATOMIC_RELAXED);
+		spin_ok = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) > 1
+			  : sysconf(_SC_NPROCESSORS_ONLN) > 1;
 	}
-	return v;
+	return spin_ok;
 }
 
 static inline void cpu_relax(void)
@@ -250,7 +277,7 @@ static void spin_on(struct pp_pipe *p, unsigned int *index, unsigned int seen)
 
 	if (!spin_allowed())
 		return;
-	pthread_mutex_unlock(&p->mutex);
+	pp__pipe_unlock(p);
 	deadline = mono_ns() + PP_SPIN_NS;
 	for (;;) {
 		/* Done without the lock, thus atomic load. */
@@ -272,6 +299,7 @@ int pp__pipe_wait_readable(struct pp_pipe *p)
 	/* Re-check under the lock: a close may have come while we spun. */
 	if (!pp__pipe_empty(p) || !p->writers)
 		return 0;
+	flush_before_sleep(p);
 	p->rd_sleepers++;
 	pthread_cond_wait(&p->rd_wait, &p->mutex);
 	p->rd_sleepers--;
@@ -283,6 +311,7 @@ int pp__pipe_wait_writable(struct pp_pipe *p)
 	spin_on(p, &p->tail, p->tail);
 	if (!pp__pipe_full(p) || !p->readers)
 		return 0;
+	flush_before_sleep(p);
 	p->wr_sleepers++;
 	pthread_cond_wait(&p->wr_wait, &p->mutex);
 	p->wr_sleepers--;
@@ -318,7 +347,7 @@ int pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock)
 
 		pthread_mutex_lock(&p->mutex);
 		would_block = pp__pipe_empty(p) && p->writers;
-		pthread_mutex_unlock(&p->mutex);
+		pp__pipe_unlock(p);
 		if (would_block)
 			return -EAGAIN;
 		sched_yield();
@@ -342,7 +371,7 @@ int pp__pipe_lock_producer(struct pp_pipe *p, bool nonblock)
 
 		pthread_mutex_lock(&p->mutex);
 		would_block = pp__pipe_full(p) && p->readers;
-		pthread_mutex_unlock(&p->mutex);
+		pp__pipe_unlock(p);
 		if (would_block)
 			return -EAGAIN;
 		sched_yield();
@@ -511,7 +540,7 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 
 		/* Snapshot the tail slots this read will use. */
 		nr = pp__pipe_snapshot(p, snap, PP_READ_BATCH, want, true);
-		pthread_mutex_unlock(&p->mutex);
+		pp__pipe_unlock(p);
 
 		for (unsigned int i = 0; i < nr; i++) {
 			struct pp_buf *buf = &snap[i];
@@ -552,14 +581,14 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 		else if (ndead)
 			pp__pipe_update_events(p);
 		if (ndead) {
-			pthread_mutex_unlock(&p->mutex);
+			pp__pipe_unlock(p);
 			pp__pipe_release_bufs(p, dead, ndead);
 			pthread_mutex_lock(&p->mutex);
 		}
 		if (stop || ret < 0 || ret == total)
 			break;
 	}
-	pthread_mutex_unlock(&p->mutex);
+	pp__pipe_unlock(p);
 	pp__pipe_unlock_consumer(p);
 	return ret;
 }
@@ -577,7 +606,7 @@ static ssize_t pipe_write_locked(struct pp_file *f, struct pp_pipe *p, struct io
 
 	pthread_mutex_lock(&p->mutex);
 	if (!p->readers) {
-		pthread_mutex_unlock(&p->mutex);
+		pp__pipe_unlock(p);
 		return pp__pipe_epipe(f);
 	}
 
@@ -631,7 +660,7 @@ static ssize_t pipe_write_locked(struct pp_file *f, struct pp_pipe *p, struct io
 		nfree = p->max_usage - pp__pipe_occupancy(p);
 		k = (unsigned int)min_t(size_t, nfree, (left + psz - 1) / psz);
 		k = min_t(unsigned int, k, PP_WRITE_BATCH);
-		pthread_mutex_unlock(&p->mutex);
+		pp__pipe_unlock(p);
 
 		for (unsigned int i = 0; i < k; i++) {
 			size_t n = min_t(size_t, psz, left - (size_t)i * psz);
@@ -669,7 +698,7 @@ static ssize_t pipe_write_locked(struct pp_file *f, struct pp_pipe *p, struct io
 		}
 		if (pushed < k) {
 			/* Give back what was not published; rewind is impossible, so stop. */
-			pthread_mutex_unlock(&p->mutex);
+			pp__pipe_unlock(p);
 			for (unsigned int i = pushed; i < k; i++)
 				pp__page_free(p, fill[i].page);
 			pthread_mutex_lock(&p->mutex);
@@ -682,7 +711,7 @@ static ssize_t pipe_write_locked(struct pp_file *f, struct pp_pipe *p, struct io
 		if (k && fill[k - 1].len < psz)
 			break;	/* that was the last, partial page */
 	}
-	pthread_mutex_unlock(&p->mutex);
+	pp__pipe_unlock(p);
 	return ret;
 }
 
@@ -745,7 +774,7 @@ ssize_t pp__pipe_add_buf(struct pp_file *f, const struct pp_buf *buf, unsigned i
 		}
 		pp__pipe_wait_writable(p);
 	}
-	pthread_mutex_unlock(&p->mutex);
+	pp__pipe_unlock(p);
 	pp__pipe_unlock_producer(p);
 	return ret;
 }
@@ -770,7 +799,7 @@ short pp__pipe_poll(struct pp_file *f, short events)
 		if (!p->readers)
 			mask |= POLLERR;
 	}
-	pthread_mutex_unlock(&p->mutex);
+	pp__pipe_unlock(p);
 	return mask & (events | POLLHUP | POLLERR);
 }
 
@@ -787,7 +816,7 @@ int pp__pipe_event_fd(struct pp_file *f)
 		if (fd < 0) {
 			int e = errno;
 
-			pthread_mutex_unlock(&p->mutex);
+			pp__pipe_unlock(p);
 			return -e;
 		}
 		*slot = fd;
@@ -798,7 +827,7 @@ int pp__pipe_event_fd(struct pp_file *f)
 		pp__pipe_update_events(p);
 	}
 	fd = *slot;
-	pthread_mutex_unlock(&p->mutex);
+	pp__pipe_unlock(p);
 	return fd;
 }
 
@@ -817,7 +846,7 @@ int pp__pipe_release(struct pp_file *f)
 	pthread_cond_broadcast(&p->wr_wait);
 	pp__pipe_update_events(p);
 	last = --p->files == 0;
-	pthread_mutex_unlock(&p->mutex);
+	pp__pipe_unlock(p);
 	if (last)
 		pipe_free(p);
 	return 0;
@@ -844,17 +873,17 @@ static int pipe_set_size(struct pp_pipe *p, unsigned long arg)
 
 	pthread_mutex_lock(&p->mutex);
 	if (nr_slots > p->max_usage && size > pp_pipe_get_max_size()) {
-		pthread_mutex_unlock(&p->mutex);
+		pp__pipe_unlock(p);
 		return -EPERM;
 	}
 	n = pp__pipe_occupancy(p);
 	if (n > nr_slots) {
-		pthread_mutex_unlock(&p->mutex);
+		pp__pipe_unlock(p);
 		return -EBUSY;	/* occupied slots, not bytes, as in Linux */
 	}
 	bufs = pp__fault(PP_FAULT_ALLOC) ? NULL : calloc(nr_slots, sizeof(*bufs));
 	if (!bufs) {
-		pthread_mutex_unlock(&p->mutex);
+		pp__pipe_unlock(p);
 		return -ENOMEM;
 	}
 	/* Compact to index 0, keeping order; consumers hold copies, not slots. */
@@ -867,7 +896,7 @@ static int pipe_set_size(struct pp_pipe *p, unsigned long arg)
 	p->ring_size = p->max_usage = nr_slots;
 	pp__pipe_wake_writers(p);
 	pp__pipe_update_events(p);
-	pthread_mutex_unlock(&p->mutex);
+	pp__pipe_unlock(p);
 	return (int)size;
 }
 
@@ -882,7 +911,7 @@ int pp__pipe_fcntl(struct pp_file *f, int cmd, unsigned long arg)
 	case F_GETPIPE_SZ:
 		pthread_mutex_lock(&p->mutex);
 		size = (int)((size_t)p->max_usage << pp__page_shift);
-		pthread_mutex_unlock(&p->mutex);
+		pp__pipe_unlock(p);
 		return size;
 	default:
 		return -EINVAL;
@@ -897,7 +926,7 @@ int pp__pipe_fionread(struct pp_file *f, int *out)
 	pthread_mutex_lock(&p->mutex);
 	for (unsigned int s = p->tail; s != p->head; s++)
 		count += pp__pipe_buf(p, s)->len;
-	pthread_mutex_unlock(&p->mutex);
+	pp__pipe_unlock(p);
 	*out = (int)min_t(unsigned long, count, INT_MAX);
 	return 0;
 }

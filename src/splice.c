@@ -114,7 +114,7 @@ static void publish(struct pp_file *out, struct pp_pipe *p, struct pp_buf *bufs,
 		while (pp__pipe_full(p) && p->readers)
 			pp__pipe_wait_writable(p);
 		if (!p->readers) {
-			pthread_mutex_unlock(&p->mutex);
+			pp__pipe_unlock(p);
 			pp__pipe_release_bufs(p, bufs + i, n - i);
 			pthread_mutex_lock(&p->mutex);
 			(void)out;
@@ -140,12 +140,12 @@ static ssize_t splice_to_pipe(struct pp_file *in, off_t *ppos, struct pp_file *o
 	pthread_mutex_lock(&p->mutex);
 	err = wait_for_space(out, p, nonblock);
 	if (err) {
-		pthread_mutex_unlock(&p->mutex);
+		pp__pipe_unlock(p);
 		pp__pipe_unlock_producer(p);
 		return err;
 	}
 	if (!in->ops->splice_read) {
-		pthread_mutex_unlock(&p->mutex);
+		pp__pipe_unlock(p);
 		pp__pipe_unlock_producer(p);
 		return -EINVAL;
 	}
@@ -161,7 +161,7 @@ static ssize_t splice_to_pipe(struct pp_file *in, off_t *ppos, struct pp_file *o
 
 		if (!nr || !p->readers)
 			break;
-		pthread_mutex_unlock(&p->mutex);
+		pp__pipe_unlock(p);
 		r = in->ops->splice_read(in, ppos, bufs, nr, len, flags | (ret ? PP__SPLICE_NOWAIT : 0));
 		pthread_mutex_lock(&p->mutex);
 		if (r <= 0) {
@@ -177,7 +177,7 @@ static ssize_t splice_to_pipe(struct pp_file *in, off_t *ppos, struct pp_file *o
 		if (n < nr)
 			break;	/* the source had no more for now */
 	}
-	pthread_mutex_unlock(&p->mutex);
+	pp__pipe_unlock(p);
 	pp__pipe_unlock_producer(p);
 	return ret;
 }
@@ -227,7 +227,7 @@ static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *
 		nr = pp__pipe_snapshot(p, snap, SPLICE_BATCH, len, false);
 		if (pp__pipe_occupancy(p) > nr && len > 0)
 			oflags |= SPLICE_F_MORE;	/* more is queued: let sockets cork */
-		pthread_mutex_unlock(&p->mutex);
+		pp__pipe_unlock(p);
 
 		/* Confirm each buffer before its bytes are touched; stop at the first bad one. */
 		for (; ok < nr; ok++) {
@@ -257,7 +257,7 @@ static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *
 					pp__pipe_wake_writers(p);
 				else
 					pp__pipe_update_events(p);
-				pthread_mutex_unlock(&p->mutex);
+				pp__pipe_unlock(p);
 				pp__pipe_release_bufs(p, dead, ndead);
 				pthread_mutex_lock(&p->mutex);
 			}
@@ -272,7 +272,7 @@ static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *
 		if ((size_t)r < min_t(size_t, len + (size_t)r, avail) || ok < nr)
 			break;	/* short write, or a bad buffer next */
 	}
-	pthread_mutex_unlock(&p->mutex);
+	pp__pipe_unlock(p);
 	pp__pipe_unlock_consumer(p);
 	return ret;
 }
@@ -300,7 +300,7 @@ int pp__ipipe_prep(struct pp_pipe *ip, bool nonblock)
 		}
 		pp__pipe_wait_readable(ip);
 	}
-	pthread_mutex_unlock(&ip->mutex);
+	pp__pipe_unlock(ip);
 	return ret;
 }
 
@@ -323,7 +323,7 @@ int pp__opipe_prep(struct pp_file *out, bool nonblock)
 		}
 		pp__pipe_wait_writable(op);
 	}
-	pthread_mutex_unlock(&op->mutex);
+	pp__pipe_unlock(op);
 	return ret;
 }
 

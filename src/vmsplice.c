@@ -123,7 +123,7 @@ out_wake:
 	if (ret > 0)
 		pp__pipe_wake_readers(p);
 out_unlock:
-	pthread_mutex_unlock(&p->mutex);
+	pp__pipe_unlock(p);
 	pp__pipe_unlock_producer(p);
 	return ret;
 }

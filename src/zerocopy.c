@@ -71,7 +71,7 @@ static ssize_t do_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t 
 	while (pp__pipe_empty(p)) {
 		if (!p->writers || nonblock) {
 			err = p->writers ? -EAGAIN : 0;
-			pthread_mutex_unlock(&p->mutex);
+			pp__pipe_unlock(p);
 			pp__pipe_unlock_consumer(p);
 			return err;
 		}
@@ -79,7 +79,7 @@ static ssize_t do_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t 
 	}
 	nr = pp__pipe_snapshot(p, loan->snap, min_t(unsigned int, (unsigned int)iovcnt, LOAN_MAX),
 			       count, true);
-	pthread_mutex_unlock(&p->mutex);
+	pp__pipe_unlock(p);
 
 	for (; n < nr && lent < count; n++) {
 		struct pp_buf *buf = &loan->snap[n];
@@ -181,7 +181,7 @@ PP_EXPORT int pp_read_done(struct pp_file *f, size_t consumed)
 		pp__pipe_wake_writers(p);
 	else if (ndead)
 		pp__pipe_update_events(p);
-	pthread_mutex_unlock(&p->mutex);
+	pp__pipe_unlock(p);
 	loan_unmap(p, loan);
 	pp__pipe_release_bufs(p, dead, ndead);
 	pp__pipe_unlock_consumer(p);

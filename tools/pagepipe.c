@@ -134,7 +134,7 @@ static const char usage_main[] =
 	"\n"
 	"Commands:\n"
 	"  cat [--prefix TEXT] [--bytes N] [FILE]...  concatenate FILEs to standard output\n"
-	"  tee [-a] [-p] FILE...                      copy standard input to FILEs and output\n"
+	"  tee [-a] [-p] [FILE]...                    copy standard input to FILEs and output\n"
 	"  copy SRC DST                               copy SRC to DST ('-' is stdin/stdout)\n"
 	"  buffer [--size SIZE]                       buffer standard input in memory\n"
 	"  relay LISTEN TARGET                        relay TCP connections (HOST:PORT)\n"
@@ -163,7 +163,7 @@ static const char usage_cat[] =
 	"Example: pagepipe cat --prefix 'hello: ' --bytes 1000 FILE | less\n";
 
 static const char usage_tee[] =
-	"Usage: pagepipe tee [OPTION]... FILE...\n"
+	"Usage: pagepipe tee [OPTION]... [FILE]...\n"
 	"Copy standard input to each FILE and to standard output, by tee and\n"
 	"splice between pagepipes where the descriptors allow.\n"
 	"\n"
@@ -480,8 +480,10 @@ int cmd_copy(int argc, char **argv)
 	if (first < 0)
 		return first == -2 ? EXIT_OK : EXIT_USAGE;
 	if (argc - first != 2) {
-		warnx(argc - first < 2 ? "missing operand" : "extra operand '%s'",
-		      argc - first < 2 ? "" : argv[first + 2]);
+		if (argc - first < 2)
+			warnx("missing operand");
+		else
+			warnx("extra operand '%s'", argv[first + 2]);
 		try_help();
 		return EXIT_USAGE;
 	}
@@ -1016,10 +1018,10 @@ static void *buffer_drainer(void *arg)
 	if (out)
 		pp_close(out);
 	free(buf);
+	pthread_mutex_lock(&b->lock);
 	/* A filler blocked on a full pagepipe now gets EPIPE and stops. */
 	pp_close(b->ends[0]);
 	b->ends[0] = NULL;
-	pthread_mutex_lock(&b->lock);
 	b->done = true;
 	pthread_cond_signal(&b->done_cond);
 	pthread_mutex_unlock(&b->lock);
@@ -1029,11 +1031,13 @@ static void *buffer_drainer(void *arg)
 static const char *buffer_fill(void *arg)
 {
 	struct buffer_state *b = arg;
-	int avail = 0;
-	struct pp_file *r = b->ends[0];
+	int avail = 0, r;
 
-	/* Racy against the drainer's close, thus only a hint. */
-	if (!r || pp_ioctl(r, FIONREAD, &avail) < 0)
+	/* The lock keeps the drainer from closing the end under the ioctl. */
+	pthread_mutex_lock(&b->lock);
+	r = b->ends[0] ? pp_ioctl(b->ends[0], FIONREAD, &avail) : -1;
+	pthread_mutex_unlock(&b->lock);
+	if (r < 0)
 		return "";
 	snprintf(b->extra, sizeof(b->extra), "buffer %3.0f%%",
 		 100.0 * (double)avail / (double)b->size);
@@ -1148,7 +1152,8 @@ int main(int argc, char **argv)
 
 	sigpipe_setup();
 	if (argc < 2) {
-		fputs(usage_main, stderr);
+		fputs("Usage: pagepipe COMMAND [OPTION]... [ARG]...\n", stderr);
+		try_help();
 		return EXIT_USAGE;
 	}
 	cmd = argv[1];
