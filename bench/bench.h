@@ -124,6 +124,9 @@ static inline double bench_mbps(uint64_t bytes, double secs)
  * case that cannot run (ENOSYS before splice lands, EINVAL for a missing
  * op) prints "n/a (ENOSYS)" rather than a bogus rate.
  */
+/* bench_res.err of a case the command line left out: printed as "-". */
+#define BENCH_SKIPPED	(-1)
+
 struct bench_res {
 	uint64_t bytes;
 	double secs;
@@ -205,7 +208,9 @@ static inline const char *bench_errname(int err)
  */
 static inline const char *bench_fmt_rate(char *buf, size_t sz, const struct bench_res *r)
 {
-	if (r->err)
+	if (r->err == BENCH_SKIPPED)
+		snprintf(buf, sz, "-");
+	else if (r->err)
 		snprintf(buf, sz, "n/a (%s)", bench_errname(r->err));
 	else
 		snprintf(buf, sz, "%.1f", bench_res_mbps(r));

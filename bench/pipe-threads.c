@@ -12,6 +12,9 @@
  * threads exist, so it is what the pipe held, and it must stay near the
  * pipe's capacity whatever the size or duration.
  *
+ * Threads are pinned as PP_BENCH_PIN says (bench.h); by default both the
+ * split-CPU and the same-CPU layouts are shown.
+ *
  * Usage: pipe-threads [-k | -p] [size ...]   (-k kernel only, -p pagepipe only;
  * sizes in bytes, with K or M).  One side alone is what a profiler wants.
  */
@@ -31,7 +34,7 @@ struct xfer {
 	size_t rlen;
 	uint64_t got;			/* reader: bytes until EOF */
 	double t_start, t_end;
-	int err;			/* first errno either side saw */
+	int werr, rerr;			/* errno each side stopped on, each its own */
 };
 
 static ssize_t xfer_write(struct xfer *x, const void *buf, size_t len)
@@ -74,7 +77,7 @@ static void *writer(void *arg)
 			if (n < 0) {
 				if (errno == EINTR)
 					continue;
-				x->err = errno;
+				x->werr = errno;
 				goto out;
 			}
 			done += (size_t)n;
@@ -97,7 +100,7 @@ static void *reader(void *arg)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			x->err = errno;
+			x->rerr = errno;
 			break;
 		}
 		if (n == 0)
@@ -143,7 +146,7 @@ static void run_case(void *arg, struct bench_res *res)
 		close(x->fds[0]);
 	res->bytes = x->got;
 	res->secs = x->t_end - x->t_start;
-	res->err = x->err;
+	res->err = x->werr ? x->werr : x->rerr;
 }
 
 static size_t parse_size(const char *s)
@@ -160,13 +163,33 @@ static size_t parse_size(const char *s)
 	return v;
 }
 
+/* One table row: both pipes at one write size. */
+static void run_size(size_t size, enum bench_pin pin, bool want_k, bool want_p)
+{
+	struct xfer xk = { .pp = false, .size = size, .secs = bench_seconds(), .pin = pin };
+	struct xfer xp = { .pp = true, .size = size, .secs = bench_seconds(), .pin = pin };
+	struct bench_res rk = { .err = BENCH_SKIPPED }, rp = { .err = BENCH_SKIPPED };
+	char a[32], b[32], c[32], d[32], e[32], f[32];
+
+	if (want_k)
+		rk = bench_fork(run_case, &xk);
+	if (want_p)
+		rp = bench_fork(run_case, &xp);
+	printf("%-6s %14s %16s %8s %11s %13s\n", bench_fmt_size(a, sizeof(a), size),
+	       bench_fmt_rate(b, sizeof(b), &rk), bench_fmt_rate(c, sizeof(c), &rp),
+	       bench_fmt_ratio(d, sizeof(d), &rp, &rk), bench_fmt_rss(e, sizeof(e), &rk),
+	       bench_fmt_rss(f, sizeof(f), &rp));
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
 	static const size_t def_sizes[] = { 64, 4096, 65536, 1048576 };
 	size_t sizes[16];
 	unsigned int nsizes = 0;
 	bool want_k = true, want_p = true;
-	char a[32], b[32], c[32], d[32], e[32], f[32];
+	enum bench_pin modes[2];
+	unsigned int nmodes = 0;
 	struct pp_file *ends[2];
 	int fds[2], ksz = -1, psz = -1;
 
@@ -196,26 +219,21 @@ int main(int argc, char **argv)
 
 	bench_title("pipe-threads", "1 writer thread -> 1 reader thread, MB/s (10^6 B/s)");
 	printf("capacity: kernel pipe %d B, pagepipe %d B; reader buffer max(64K, size); "
-	       "threads: %s (PP_BENCH_PIN); RSS = peak growth while running, MiB\n",
-	       ksz, psz, bench_pin_name(bench_pin_mode()));
-	printf("%-6s %14s %16s %8s %11s %13s\n", "size", "kernel MB/s", "pagepipe MB/s",
-	       "ratio", "kernel RSS", "pagepipe RSS");
-	for (unsigned int i = 0; i < nsizes; i++) {
-		struct xfer xk = { .pp = false, .size = sizes[i], .secs = bench_seconds(),
-				   .pin = bench_pin_mode() };
-		struct xfer xp = { .pp = true, .size = sizes[i], .secs = bench_seconds(),
-				   .pin = bench_pin_mode() };
-		struct bench_res rk = { .err = ENOENT }, rp = { .err = ENOENT };
-
-		if (want_k)
-			rk = bench_fork(run_case, &xk);
-		if (want_p)
-			rp = bench_fork(run_case, &xp);
-		printf("%-6s %14s %16s %8s %11s %13s\n", bench_fmt_size(a, sizeof(a), sizes[i]),
-		       bench_fmt_rate(b, sizeof(b), &rk), bench_fmt_rate(c, sizeof(c), &rp),
-		       bench_fmt_ratio(d, sizeof(d), &rp, &rk), bench_fmt_rss(e, sizeof(e), &rk),
-		       bench_fmt_rss(f, sizeof(f), &rp));
-		fflush(stdout);
+	       "RSS = peak growth while running, MiB\n", ksz, psz);
+	/*
+	 * Unless PP_BENCH_PIN picks one, show both layouts: split CPUs is the
+	 * parallel case and pays a cross-CPU wakeup per sleep; one CPU shows
+	 * the cost per byte with no wakeup latency in it.
+	 */
+	modes[nmodes++] = bench_pin_mode();
+	if (!getenv("PP_BENCH_PIN") && modes[0] == BENCH_PIN_SPLIT)
+		modes[nmodes++] = BENCH_PIN_SAME;
+	for (unsigned int m = 0; m < nmodes; m++) {
+		printf("\nthreads: %s\n%-6s %14s %16s %8s %11s %13s\n", bench_pin_name(modes[m]),
+		       "size", "kernel MB/s", "pagepipe MB/s", "pp/kern", "kernel RSS",
+		       "pagepipe RSS");
+		for (unsigned int i = 0; i < nsizes; i++)
+			run_size(sizes[i], modes[m], want_k, want_p);
 	}
 	return 0;
 }
