@@ -50,6 +50,8 @@ static ssize_t sys_readv(int fd, const struct iovec *iov, int n, off_t *pos)
 		int e = pp__fault(PP_FAULT_READ);
 		ssize_t r;
 
+		if (e == -EINTR)
+			continue;
 		if (e)
 			return e;
 		r = pos ? preadv(fd, iov, n, *pos) : readv(fd, iov, n);
@@ -67,6 +69,8 @@ static ssize_t sys_writev(struct pp_file *out, const struct iovec *iov, int n, o
 		int e = pp__fault(PP_FAULT_WRITE);
 		ssize_t r;
 
+		if (e == -EINTR)
+			continue;
 		if (e)
 			return e;
 		if (out->kind == PP_KIND_SOCK) {
@@ -248,7 +252,10 @@ ssize_t pp__fd_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs
 
 		n = move ? file_run(bufs + i, nr_bufs - i, len - done, &sfd, &spos, &bytes) : 0;
 		if (n) {
-			r = pp__fault(PP_FAULT_SPLICE);
+			/* An interrupted kernel call is retried, as the move loops do. */
+			do
+				r = pp__fault(PP_FAULT_SPLICE);
+			while (r == -EINTR);
 			if (!r)
 				r = move(out, sfd, spos, pos, bytes, flags);
 			if (r == 0 && bytes) {

@@ -553,12 +553,17 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 			r = err ? err : copy_buf_to_iter(p, buf, 0, n, &it);
 			if (r < 0) {
 				/*
-				 * The data is gone (truncated) or failed: report it
-				 * once and drop the buffer so the reader can go on.
+				 * Bytes already read are returned first; the error
+				 * shows on the next read.  A buffer whose data is
+				 * gone (ENODATA: truncated) is reported once and
+				 * dropped so the reader can go on; any other error
+				 * (EIO) leaves it in place, as Linux does.
 				 */
-				if (!ret)
+				if (!ret) {
 					ret = r;
-				taken += buf->len;
+					if (r == -ENODATA)
+						taken += buf->len;
+				}
 				stop = true;
 				break;
 			}
@@ -653,9 +658,8 @@ static ssize_t pipe_write_locked(struct pp_file *f, struct pp_pipe *p, struct io
 
 		/*
 		 * Fill fresh pages with the ring lock dropped.  We hold the
-		 * producer lock, so the free slots can only grow meanwhile
-		 * (unless a resize shrinks the ring: then fewer are pushed and
-		 * the rest are given back, never counted).
+		 * producer lock, so the free slots can only grow meanwhile,
+		 * unless a resize shrinks the ring.
 		 */
 		nfree = p->max_usage - pp__pipe_occupancy(p);
 		k = (unsigned int)min_t(size_t, nfree, (left + psz - 1) / psz);
@@ -686,26 +690,39 @@ static ssize_t pipe_write_locked(struct pp_file *f, struct pp_pipe *p, struct io
 				ret = -ENOMEM;
 			break;
 		}
-		pushed = 0;
-		if (p->readers) {
-			nfree = p->max_usage - pp__pipe_occupancy(p);
-			for (; pushed < k && pushed < nfree; pushed++) {
-				pp__pipe_push(p, &fill[pushed]);
-				ret += fill[pushed].len;
-				left -= fill[pushed].len;
+		/*
+		 * Publish what was filled.  Only a shrinking resize can have
+		 * taken the room we counted: a blocking writer waits for it,
+		 * a non-blocking one gives the rest back uncounted.
+		 */
+		for (pushed = 0; pushed < k && p->readers; ) {
+			if (pp__pipe_full(p)) {
+				if (nonblock)
+					break;
+				pp__pipe_wake_readers(p);
+				pp__pipe_wait_writable(p);
+				continue;
 			}
-			pp__pipe_wake_readers(p);
+			pp__pipe_push(p, &fill[pushed]);
+			ret += fill[pushed].len;
+			left -= fill[pushed].len;
+			pushed++;
 		}
+		if (pushed)
+			pp__pipe_wake_readers(p);
 		if (pushed < k) {
-			/* Give back what was not published; rewind is impossible, so stop. */
 			pp__pipe_unlock(p);
 			for (unsigned int i = pushed; i < k; i++)
 				pp__page_free(p, fill[i].page);
 			pthread_mutex_lock(&p->mutex);
-			if (!p->readers && !ret)
-				ret = pp__pipe_epipe(f);
-			else if (!ret)
+			if (!p->readers) {
+				int e = pp__pipe_epipe(f);
+
+				if (!ret)
+					ret = e;
+			} else if (!ret) {
 				ret = -EAGAIN;
+			}
 			break;
 		}
 		if (k && fill[k - 1].len < psz)

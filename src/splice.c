@@ -241,8 +241,12 @@ static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *
 		else
 			r = err;
 		if (r == -ENODATA) {
-			/* The data is gone: drop that buffer, and end the splice as Linux does. */
-			drop = snap[0].len;
+			/*
+			 * The data is gone: end the splice as Linux does (0, or
+			 * what was moved); the buffer is dropped once reported.
+			 */
+			if (!ret)
+				drop = snap[0].len;
 			r = 0;
 		}
 
