@@ -88,24 +88,35 @@ int      pp_ioctl(struct pp_file *f, unsigned long request, ...);
 int      pp_poll(struct pp_pollfd *fds, nfds_t nfds, int timeout_ms);
 
 /* ------------------------------------------------------------------------
- * Limits.  The largest size F_SETPIPE_SZ accepts starts as the kernel's
+ * Limits.  The largest size a pipe may grow to starts as the kernel's
  * /proc/sys/fs/pipe-max-size (1 MiB when that cannot be read); an
- * application may raise it so that one pagepipe can hold gigabytes.
- * Returns 0, or -1 with EINVAL when bytes is below one page or above 2^31
- * (the largest size F_SETPIPE_SZ can express, as in Linux).
+ * application may raise it, up to 2^40, so that one pagepipe can hold
+ * gigabytes.  Returns 0, or -1 with EINVAL when bytes is below one page or
+ * above 2^40.  Shrinking the limit never shrinks a pipe.
+ *
+ * pp_pipe_set_size() is F_SETPIPE_SZ without the int: the size is rounded
+ * up to a power-of-two number of pages and returned; -1 with EPERM above
+ * the limit, EBUSY when the occupied slots do not fit, ENOMEM, EBADF for a
+ * NULL file, EINVAL for a file that is not a pagepipe end.  F_SETPIPE_SZ
+ * itself refuses sizes whose result an int cannot hold (above 1 GiB) with
+ * EINVAL.
  */
 int      pp_pipe_set_max_size(size_t bytes);
 size_t   pp_pipe_get_max_size(void);
+ssize_t  pp_pipe_set_size(struct pp_file *f, size_t bytes);
 
 /*
- * Event loops.  Returns an OS descriptor, owned by the pagepipe end, that
- * polls readable exactly while pp_poll() would report the end ready in its
- * direction (POLLIN or POLLHUP for a read end, POLLOUT or POLLERR for a
- * write end).  It is level-triggered: watch it with epoll, libuv or libevent
- * and call the pagepipe operation when it fires.  With EPOLLET an event is
- * delivered each time the end becomes ready, not on every write.  Never read
- * from it or close it.  -1 and errno (EMFILE, ENOMEM) on failure; EINVAL
- * for an OS-descriptor file (poll that descriptor itself).
+ * Event loops.  Returns an OS descriptor that polls readable exactly while
+ * pp_poll() would report the end ready in its direction (POLLIN or POLLHUP
+ * for a read end, POLLOUT or POLLERR for a write end).  It belongs to the
+ * pipe (one per direction, shared by all ends of that direction) and is
+ * closed when the pipe is freed, after both ends are closed.  It is
+ * level-triggered: watch it with epoll, libuv or libevent and call the
+ * pagepipe operation when it fires.  With EPOLLET an event is delivered
+ * each time the end becomes ready, not on every write.  Never read from it
+ * or close it.  -1 and errno (those of eventfd(2): EMFILE, ENFILE, ENOMEM,
+ * ENODEV) on failure; EINVAL for a file that is not a pagepipe end (poll an
+ * OS descriptor itself).
  */
 int      pp_file_event_fd(struct pp_file *f);
 
@@ -208,9 +219,15 @@ struct pp_file_ops {
 	ssize_t (*writev)(struct pp_file *f, const struct iovec *iov, int iovcnt);
 	/*
 	 * Fill up to nr_bufs slots of bufs (whole buffers, flags included)
-	 * with at most len bytes from *pos (NULL: the file has no position).
-	 * Returns bytes produced, 0 at end of file, or -errno.  nonblock:
-	 * do not wait for data.  The caller holds no pipe lock.
+	 * with at most len bytes from *pos (NULL: the file has no position),
+	 * buffers in order, their lengths summing to the return value:
+	 * bytes produced, 0 at end of file, or -errno.  flags are the
+	 * caller's SPLICE_F_* (an endpoint with its own notion of blocking
+	 * may honour SPLICE_F_NONBLOCK); bits above 0xff are internal
+	 * (0x100: a later pass of the same splice, take only what is there
+	 * now).  Called with the output pipe's producer lock held, so other
+	 * writers of that pipe wait, but no ring lock: readers go on.
+	 * CAN_MERGE is cleared from whatever is produced.
 	 */
 	ssize_t (*splice_read)(struct pp_file *in, off_t *pos,
 			       struct pp_buf *bufs, unsigned int nr_bufs,
@@ -244,18 +261,22 @@ int      pp_buf_confirm(struct pp_pipe *pipe, struct pp_buf *buf);
 void    *pp_buf_map(struct pp_pipe *pipe, struct pp_buf *buf);
 void     pp_buf_unmap(struct pp_pipe *pipe, struct pp_buf *buf, void *addr);
 bool     pp_buf_get(struct pp_pipe *pipe, struct pp_buf *buf);
+bool     pp_buf_try_steal(struct pp_pipe *pipe, struct pp_buf *buf);
 void     pp_buf_release(struct pp_pipe *pipe, struct pp_buf *buf);
 
 /* ------------------------------------------------------------------------
  * Zero copy beyond the system calls.
  *
  * pp_write_ref() queues [buf, buf + count) by reference: no byte is
- * copied.  release(buf, count, arg) is called once, from whichever thread
- * drops the last reference (a reader, a tee'd copy, a close), when no
- * buffer refers to the memory any more; until then the memory must stay
- * valid and unchanged.  Returns bytes queued (possibly fewer, as write
- * does; the caller then still owns the rest) or -1.  release runs only if
- * at least one byte was queued.
+ * copied.  release(buf, queued, arg) is called once, with the number of
+ * bytes queued, from whichever thread drops the last reference (a reader, a
+ * tee'd copy, a close), when no buffer refers to the memory any more; until
+ * then that memory must stay valid and unchanged.  Like vmsplice, it waits
+ * (unless the end is O_NONBLOCK) for one free slot and queues what fits
+ * then, so it may return fewer than count bytes: the caller still owns the
+ * rest.  Returns bytes queued, or -1 (EAGAIN, EPIPE, EBADF, EFAULT, EINVAL
+ * for a file that is not a pagepipe write end, ENOMEM).  release runs only
+ * if at least one byte was queued.
  */
 typedef void (*pp_release_fn)(void *buf, size_t count, void *arg);
 ssize_t  pp_write_ref(struct pp_file *f, const void *buf, size_t count,
@@ -263,12 +284,16 @@ ssize_t  pp_write_ref(struct pp_file *f, const void *buf, size_t count,
 
 /*
  * pp_read_lend() lends the next buffers' bytes without copying: up to
- * iovcnt iovecs, at most count bytes, from the front of the pipe at read
- * end f.  Blocks as read does; returns the bytes lent, 0 at EOF, or -1.
- * The memory is read-only.  pp_read_done() consumes the first `consumed`
- * bytes of what was lent (at most that) and ends the loan; until then other
- * readers of the pipe wait.  Buffers whose bytes are not addressable (a
- * file's pages) are copied into anonymous pages first.
+ * iovcnt iovecs (at most 64), at most count bytes, from the front of the
+ * pipe at read end f.  Blocks as read does; returns the bytes lent, 0 at
+ * EOF, or -1.  The iovecs filled are the first ones whose lengths sum to
+ * the return value.  The memory is read-only.  pp_read_done() consumes the
+ * first `consumed` bytes of what was lent (at most that) and ends the loan;
+ * it must be called from the thread that took the loan, which holds the
+ * pipe's consumer lock until then: other readers of the pipe wait, and a
+ * consuming call on the same pipe from that thread would deadlock.
+ * Buffers whose bytes are not addressable (a file's pages) are copied into
+ * anonymous pages first.
  */
 ssize_t  pp_read_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t count);
 int      pp_read_done(struct pp_file *f, size_t consumed);

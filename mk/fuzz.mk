@@ -17,7 +17,7 @@
 # instrumentation (-fsanitize=fuzzer-no-link), so the fuzzer sees inside it.
 # fuzz-cli also links the CLI's sources (tools/*.c, main renamed so that
 # libFuzzer's main is the one that runs); it is built only when the CLI
-# provides what it calls (see FUZZ_CLI_* below), so a CLI still being
+# provides what it calls (FUZZ_CLI_HAVE below), so a CLI still being
 # written never breaks `make fuzz`.
 
 FZ            := build-fuzz
@@ -35,17 +35,14 @@ FUZZ_ALL_CFLAGS = $(FUZZ_CFLAGS) -std=gnu11 -Wall -Wextra $(WERROR) -D_GNU_SOURC
 FUZZ_LIB_OBJ  := $(LIB_SRC:src/%.c=$(FZ)/obj/%.o)
 FUZZ_LIB      := $(FZ)/libpagepipe-fuzz.a
 
-# fuzz-cli needs the CLI's size parser (tools/tool.h parse_size) and, for
-# whole command lines, pp_cli_parse() declared in tools/cli.h:
-#   int  pp_cli_parse(int argc, char **argv, struct pp_cli_opts *out, FILE *err);
-#   void pp_cli_opts_free(struct pp_cli_opts *opts);
+# fuzz-cli calls the CLI's parse_opts() (declared in tools/tool.h) and
+# parse_size(); until both exist it is left out.
 FUZZ_CLI_SRC  := $(sort $(wildcard tools/*.c))
-FUZZ_CLI_HAVE_SIZE  := $(if $(shell grep -ls '^int parse_size' $(FUZZ_CLI_SRC) /dev/null),yes)
-FUZZ_CLI_HAVE_PARSE := $(if $(shell grep -ls 'pp_cli_parse' tools/cli.h /dev/null),yes)
-FUZZ_CLI_DEFS := $(if $(FUZZ_CLI_HAVE_PARSE),-DFUZZ_CLI_HAVE_PARSE)
+FUZZ_CLI_HAVE := $(and $(shell grep -ls 'int parse_opts' tools/tool.h /dev/null),\
+		       $(shell grep -ls '^int parse_size' $(FUZZ_CLI_SRC) /dev/null))
 
 FUZZ_ALL      := $(sort $(patsubst test/fuzz-%.c,%,$(wildcard test/fuzz-*.c)))
-FUZZ_BUILDABLE := $(filter-out $(if $(FUZZ_CLI_HAVE_SIZE),,cli),$(FUZZ_ALL))
+FUZZ_BUILDABLE := $(filter-out $(if $(FUZZ_CLI_HAVE),,cli),$(FUZZ_ALL))
 FUZZ_TARGETS  ?= $(FUZZ_BUILDABLE)
 FUZZ_BINS     := $(FUZZ_TARGETS:%=$(FZ)/fuzz-%)
 
@@ -62,7 +59,7 @@ $(FUZZ_LIB): $(FUZZ_LIB_OBJ)
 $(FZ)/fuzz-cli: test/fuzz-cli.c $(FUZZ_CLI_SRC) $(wildcard tools/*.h) $(FUZZ_LIB)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
-	$(Q)$(FUZZ_CC) $(FUZZ_ALL_CFLAGS) -Itools $(FUZZ_CLI_DEFS) -fsanitize=fuzzer -o $@ \
+	$(Q)$(FUZZ_CC) $(FUZZ_ALL_CFLAGS) -Itools -fsanitize=fuzzer -o $@ \
 		test/fuzz-cli.c $(FUZZ_CLI_SRC) -Dmain=pagepipe_tool_main $(FUZZ_LIB) -pthread
 
 $(FZ)/fuzz-%: test/fuzz-%.c $(FUZZ_LIB)
@@ -75,8 +72,7 @@ fuzz-build: $(FUZZ_BINS)
 # Each target runs even when an earlier one failed; the first directory
 # libFuzzer is given receives new inputs, so the committed corpus is only read.
 fuzz: fuzz-build
-	@$(if $(filter cli,$(FUZZ_ALL)),$(if $(FUZZ_CLI_HAVE_SIZE),,echo "fuzz-cli: not built: tools/ has no parse_size() yet";))
-	@$(if $(FUZZ_CLI_HAVE_PARSE),,$(if $(FUZZ_CLI_HAVE_SIZE),echo "fuzz-cli: command lines not fuzzed: tools/cli.h has no pp_cli_parse() yet";))
+	@$(if $(filter cli,$(FUZZ_ALL)),$(if $(FUZZ_CLI_HAVE),,echo "fuzz-cli: not built: tools/ has no parse_opts() and parse_size() yet";))
 	$(Q)fail=""; for t in $(FUZZ_TARGETS); do \
 		out=$(FUZZ_OUT)/$$t; mkdir -p $$out/new $$out/artifacts; \
 		corpus=test/fuzz-corpus/$$t; [ -d $$corpus ] || corpus=; \
@@ -87,6 +83,7 @@ fuzz: fuzz-build
 		else \
 			fail="$$fail $$t"; echo "fuzz-$$t: FAILED; its reproducer is in $$out/artifacts/:"; \
 			ls $$out/artifacts/ | sed 's/^/          /'; \
+			echo "  reproduce: FUZZ_TRACE=1 $(FZ)/fuzz-$$t $$out/artifacts/<file> (the input is in the log as Base64)"; \
 			grep -v -E '^#[0-9]+' $$out/log | tail -n 60 | sed 's/^/    /'; \
 		fi; \
 	done; \

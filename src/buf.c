@@ -231,6 +231,13 @@ PP_EXPORT bool pp_buf_get(struct pp_pipe *pipe, struct pp_buf *buf)
 	return pp__buf_get(pipe, buf);
 }
 
+PP_EXPORT bool pp_buf_try_steal(struct pp_pipe *pipe, struct pp_buf *buf)
+{
+	if (!buf || !buf->ops)
+		return false;
+	return pp__buf_try_steal(pipe, buf);
+}
+
 PP_EXPORT void pp_buf_release(struct pp_pipe *pipe, struct pp_buf *buf)
 {
 	if (buf && buf->ops)

@@ -51,6 +51,8 @@ static ssize_t chr_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bu
 	size_t done = 0;
 	unsigned int n = 0;
 
+	if (in->fd_flags & PP_FD_NULL)
+		return -EINVAL;	/* /dev/null has no splice_read (5.10+) */
 	if (!(in->fd_flags & PP_FD_ZERO))
 		return pp__stream_splice_read(in, pos, bufs, nr_bufs, len, flags);
 	pthread_once(&zero_once, zero_page_init);
@@ -66,8 +68,8 @@ static ssize_t chr_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bu
 		};
 		done += l;
 	}
-	if (pos)
-		*pos += (off_t)done;
+	/* Like splice_read_zero, the position does not move. */
+	(void)pos;
 	return (ssize_t)done;
 }
 

@@ -50,6 +50,22 @@ void pp__file_put(struct pp_file *f)
 	free(f);
 }
 
+/* The top of the user address space, as access_ok() knows it. */
+#if defined(__x86_64__)
+#define PP_TASK_SIZE	0x00007ffffffff000ull
+#elif defined(__aarch64__)
+#define PP_TASK_SIZE	(1ull << 48)
+#else
+#define PP_TASK_SIZE	UINTPTR_MAX
+#endif
+
+bool pp__access_ok(const void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr;
+
+	return a + len >= a && a + len <= PP_TASK_SIZE;
+}
+
 ssize_t pp__iov_total(const struct iovec *iov, int iovcnt)
 {
 	size_t total = 0;
@@ -61,7 +77,7 @@ ssize_t pp__iov_total(const struct iovec *iov, int iovcnt)
 	for (int i = 0; i < iovcnt; i++) {
 		if (iov[i].iov_len > (size_t)SSIZE_MAX)
 			return -EINVAL;
-		if (iov[i].iov_len && !iov[i].iov_base)
+		if (!pp__access_ok(iov[i].iov_base, iov[i].iov_len))
 			return -EFAULT;
 		total += min_t(size_t, iov[i].iov_len, PP_MAX_RW);
 		if (total > PP_MAX_RW)
@@ -115,8 +131,9 @@ PP_EXPORT ssize_t pp_read(struct pp_file *f, void *buf, size_t count)
 
 		return r;
 	}
-	if (count > (size_t)SSIZE_MAX)
-		count = iov.iov_len = PP_MAX_RW;
+	if (!pp__access_ok(buf, count))
+		return pp__ret(-EFAULT);
+	iov.iov_len = min_t(size_t, count, PP_MAX_RW);
 	return pp__ret(do_readv(f, &iov, 1));
 }
 
@@ -126,8 +143,9 @@ PP_EXPORT ssize_t pp_write(struct pp_file *f, const void *buf, size_t count)
 
 	if (f && f->kind != PP_KIND_PIPE && f->kind != PP_KIND_USER)
 		return write(f->fd, buf, count);	/* exactly write(2) */
-	if (count > (size_t)SSIZE_MAX)
-		count = iov.iov_len = PP_MAX_RW;
+	if (!pp__access_ok(buf, count))
+		return pp__ret(-EFAULT);
+	iov.iov_len = min_t(size_t, count, PP_MAX_RW);
 	return pp__ret(do_writev(f, &iov, 1));
 }
 
@@ -181,10 +199,16 @@ static enum pp_kind fd_kind(int fd, int *sock_type, unsigned int *fd_flags)
 		return PP_KIND_REG;
 	case S_IFIFO:
 		return PP_KIND_FIFO;
-	case S_IFSOCK:
+	case S_IFSOCK: {
+		int domain = 0;
+		socklen_t dl = sizeof(domain);
+
 		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, sock_type, &sl) < 0)
 			*sock_type = 0;
+		if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dl) == 0 && domain == AF_UNIX)
+			*fd_flags |= PP_FD_UNIX;
 		return PP_KIND_SOCK;
+	}
 	case S_IFCHR:
 		if (major(st.st_rdev) == 1 && minor(st.st_rdev) == 3)
 			*fd_flags |= PP_FD_NULL;
@@ -303,7 +327,6 @@ PP_EXPORT ssize_t pp_pipe_add_buf(struct pp_file *f, const struct pp_buf *buf, u
 
 /* The status flags F_SETFL may change, as setfl() in fs/fcntl.c. */
 #define SETFL_MASK	(O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_ASYNC)
-#define PP_FD_CLOEXEC_FLAG	0x20000000	/* internal: F_SETFD state of a pagepipe end */
 
 static int pipe_fcntl(struct pp_file *f, int cmd, unsigned long arg)
 {
@@ -374,14 +397,34 @@ PP_EXPORT int pp_ioctl(struct pp_file *f, unsigned long request, ...)
 		return (int)pp__ret(-EBADF);
 	if (f->fd >= 0)
 		return ioctl(f->fd, request, arg);
-	if (!pp__is_pipe(f) || request != FIONREAD)
-		return (int)pp__ret(-ENOTTY);
-	if (!arg)
-		return (int)pp__ret(-EFAULT);
-	pp__file_get(f);
-	r = pp__pipe_fionread(f, arg);
-	pp__file_put(f);
-	return (int)pp__ret(r);
+	/* What the kernel answers for every descriptor before the file sees it. */
+	switch (request) {
+	case FIOCLEX:
+		atomic_fetch_or(&f->flags, PP_FD_CLOEXEC_FLAG);
+		return 0;
+	case FIONCLEX:
+		atomic_fetch_and(&f->flags, ~PP_FD_CLOEXEC_FLAG);
+		return 0;
+	case FIONBIO:
+	case FIOASYNC:
+		if (!arg)
+			return (int)pp__ret(-EFAULT);
+		if (*(int *)arg)
+			atomic_fetch_or(&f->flags, request == FIONBIO ? O_NONBLOCK : O_ASYNC);
+		else
+			atomic_fetch_and(&f->flags, ~(request == FIONBIO ? O_NONBLOCK : O_ASYNC));
+		return 0;
+	case FIONREAD:
+		if (!pp__is_pipe(f))
+			break;
+		if (!arg)
+			return (int)pp__ret(-EFAULT);
+		pp__file_get(f);
+		r = pp__pipe_fionread(f, arg);
+		pp__file_put(f);
+		return (int)pp__ret(r);
+	}
+	return (int)pp__ret(-ENOTTY);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -424,6 +467,7 @@ PP_EXPORT int pp_poll(struct pp_pollfd *fds, nfds_t nfds, int timeout_ms)
 
 	for (;;) {
 		nfds_t nk = 0;
+		bool recheck = false;
 		int wait_ms;
 
 		ret = 0;
@@ -449,8 +493,19 @@ PP_EXPORT int pp_poll(struct pp_pollfd *fds, nfds_t nfds, int timeout_ms)
 			if (f->fd >= 0) {
 				kfds[nk] = (struct pollfd){ f->fd, fds[i].events, 0 };
 			} else {
-				int efd = pp__is_pipe(f) ? pp__pipe_event_fd(f) : -1;
+				/*
+				 * The end's readiness descriptor tells about its own
+				 * direction only: watch it when that is what was asked
+				 * (POLLHUP/POLLERR are always asked), else nothing can
+				 * wake this entry but the deadline.
+				 */
+				short mine = pp__file_readable(f) ? (POLLIN | POLLRDNORM) : (POLLOUT | POLLWRNORM);
+				int efd = -1;
 
+				if (pp__is_pipe(f) && (fds[i].events & mine))
+					efd = pp__pipe_event_fd(f);
+				else
+					recheck = true;	/* only HUP/ERR can come: look again now and then */
 				kfds[nk] = (struct pollfd){ efd, efd >= 0 ? POLLIN : 0, 0 };
 			}
 			nk++;
@@ -473,6 +528,8 @@ PP_EXPORT int pp_poll(struct pp_pollfd *fds, nfds_t nfds, int timeout_ms)
 		}
 		wait_ms = timeout_ms < 0 ? -1 : timeout_ms == 0 ? 0 :
 			  (int)(deadline - now_ms() > 0 ? deadline - now_ms() : 0);
+		if (recheck && (wait_ms < 0 || wait_ms > 20))
+			wait_ms = 20;
 		ret = poll(kfds, nk, wait_ms);
 		if (ret < 0) {
 			ret = -errno;
@@ -504,7 +561,8 @@ PP_EXPORT int pp_poll(struct pp_pollfd *fds, nfds_t nfds, int timeout_ms)
 				break;
 			}
 		}
-		if (ret == 0 && wait_ms == 0) {
+		/* Woken, but nothing asked for is ready: go on until the deadline. */
+		if (timeout_ms == 0 || (timeout_ms > 0 && now_ms() >= deadline)) {
 			ret = 0;
 			break;
 		}

@@ -27,6 +27,7 @@
 #define PP_DEF_SLOTS	16u		/* PIPE_DEF_BUFFERS */
 #define PP_TMP_PAGES	16		/* pages a pipe keeps for its writers */
 #define PP_MAX_SIZE	(1ul << 31)	/* round_pipe_size() refuses larger sizes */
+#define PP_MAX_LIMIT	(1ul << 40)	/* pp_pipe_set_max_size(), pp_pipe_set_size() */
 #define PP_IOV_MAX	1024		/* UIO_MAXIOV */
 #define PP_MAX_RW	(INT_MAX & ~(long)4095)	/* MAX_RW_COUNT */
 /* Internal splice flag: a later pass of one splice takes only what is there. */
@@ -189,9 +190,13 @@ enum pp_kind {
 
 struct pp__file_ref;
 
+/* Internal bit in pp_file.flags: the F_SETFD state of a pagepipe end. */
+#define PP_FD_CLOEXEC_FLAG	0x20000000
+
 #define PP_FD_PSEUDO	0x1	/* a regular file of procfs, sysfs...: read by copy */
 #define PP_FD_NULL	0x2	/* /dev/null */
 #define PP_FD_ZERO	0x4	/* /dev/zero */
+#define PP_FD_UNIX	0x8	/* an AF_UNIX socket */
 
 struct pp_file {
 	const struct pp_file_ops *ops;
@@ -245,6 +250,7 @@ ssize_t pp__pipe_writev(struct pp_file *f, const struct iovec *iov, int iovcnt);
 short   pp__pipe_poll(struct pp_file *f, short events);
 int     pp__pipe_release(struct pp_file *f);
 int     pp__pipe_fcntl(struct pp_file *f, int cmd, unsigned long arg);
+ssize_t pp__pipe_set_size(struct pp_pipe *p, unsigned long bytes);
 int     pp__pipe_fionread(struct pp_file *f, int *out);
 int     pp__pipe_event_fd(struct pp_file *f);
 ssize_t pp__pipe_add_buf(struct pp_file *f, const struct pp_buf *buf, unsigned int flags);
@@ -396,7 +402,12 @@ static inline long pp__ret(long r)
 	return r;
 }
 
-/* Sum an iovec array: -EINVAL for a bad count or a total past ssize_t. */
+/*
+ * Sum an iovec array: -EINVAL for a bad count or a segment past ssize_t,
+ * -EFAULT for a segment no user address can hold (access_ok).  A NULL
+ * base is found at copy time, as the kernel finds it.
+ */
 ssize_t pp__iov_total(const struct iovec *iov, int iovcnt);
+bool pp__access_ok(const void *addr, size_t len);
 
 #endif /* PP_INTERNAL_H */

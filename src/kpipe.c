@@ -29,6 +29,10 @@ ssize_t pp__stream_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bu
 {
 	if ((flags & PP__SPLICE_NOWAIT) && !fd_readable_now(in->fd))
 		return 0;
+	/* unix_stream_splice_read() takes SPLICE_F_NONBLOCK for the socket too. */
+	if ((flags & SPLICE_F_NONBLOCK) && in->kind == PP_KIND_SOCK &&
+	    (in->fd_flags & PP_FD_UNIX) && !fd_readable_now(in->fd))
+		return -EAGAIN;
 	return pp__fd_splice_read_copy(in, pos, bufs, nr_bufs, len, flags);
 }
 

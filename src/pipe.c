@@ -47,7 +47,7 @@ static void max_size_init(void)
 PP_EXPORT int pp_pipe_set_max_size(size_t bytes)
 {
 	pthread_once(&max_size_once, max_size_init);
-	if (bytes < pp__page_size || bytes > PP_MAX_SIZE)
+	if (bytes < pp__page_size || bytes > PP_MAX_LIMIT)
 		return (int)pp__ret(-EINVAL);
 	__atomic_store_n(&pp__max_size, bytes, __ATOMIC_RELAXED);
 	return 0;
@@ -137,6 +137,8 @@ PP_EXPORT int pp_pipe2(struct pp_file *ends[2], int flags)
 	if (flags & ~valid)
 		return (int)pp__ret(-EINVAL);
 	keep = flags & (O_NONBLOCK | PP_O_NOSIGPIPE);
+	if (flags & O_CLOEXEC)
+		keep |= PP_FD_CLOEXEC_FLAG;	/* only F_GETFD sees it: nothing is exec'd */
 	p = pipe_alloc();
 	if (!p)
 		return (int)pp__ret(-ENOMEM);
@@ -402,18 +404,26 @@ static void iter_skip_empty(struct iov_iter *it)
 	}
 }
 
-static void iter_copy_from(struct iov_iter *it, char *dst, size_t len)
+/*
+ * Copy len bytes out of the iterator; returns the bytes copied, fewer when
+ * a segment has a NULL base (the fault the kernel would take there).
+ */
+static size_t iter_copy_from(struct iov_iter *it, char *dst, size_t len)
 {
-	while (len) {
+	size_t done = 0;
+
+	while (done < len) {
 		size_t n;
 
 		iter_skip_empty(it);
-		n = min_t(size_t, len, it->iov->iov_len - it->off);
-		memcpy(dst, (const char *)it->iov->iov_base + it->off, n);
+		if (!it->iov->iov_base)
+			break;
+		n = min_t(size_t, len - done, it->iov->iov_len - it->off);
+		memcpy(dst + done, (const char *)it->iov->iov_base + it->off, n);
 		it->off += n;
-		dst += n;
-		len -= n;
+		done += n;
 	}
+	return done;
 }
 
 /*
@@ -431,6 +441,8 @@ static ssize_t copy_buf_to_iter(struct pp_pipe *p, struct pp_buf *buf, size_t of
 		ssize_t r;
 
 		iter_skip_empty(it);
+		if (!it->iov->iov_base)
+			return done ? (ssize_t)done : -EFAULT;
 		n = min_t(size_t, len - done, it->iov->iov_len - it->off);
 		r = pp__buf_copy_out(p, buf, off + done, (char *)it->iov->iov_base + it->off, n);
 		if (r < 0)
@@ -607,6 +619,7 @@ static ssize_t pipe_write_locked(struct pp_file *f, struct pp_pipe *p, struct io
 	bool packet = pp__file_flags(f) & O_DIRECT;
 	size_t chars = total & (psz - 1);
 	size_t left = total;
+	bool faulted = false;
 	ssize_t ret = 0;
 
 	pthread_mutex_lock(&p->mutex);
@@ -621,12 +634,17 @@ static ssize_t pipe_write_locked(struct pp_file *f, struct pp_pipe *p, struct io
 	 * of it fits; the rest then stays page-aligned.  The copy is done
 	 * under the ring lock because a consumer may release that buffer.
 	 */
-	if (chars && !packet && !pp__pipe_empty(p)) {
+	if (chars && !pp__pipe_empty(p)) {
 		struct pp_buf *last = pp__pipe_buf(p, p->head - 1);
 
+		/* Any writer may merge, packet or not: the last buffer's flag decides. */
 		if ((last->flags & PP_BUF_FLAG_CAN_MERGE) &&
 		    last->offset + last->len + chars <= psz) {
-			iter_copy_from(it, (char *)last->page + last->offset + last->len, chars);
+			if (iter_copy_from(it, (char *)last->page + last->offset + last->len,
+					   chars) < chars) {
+				pp__pipe_unlock(p);
+				return -EFAULT;
+			}
 			last->len += (unsigned int)chars;
 			ret = (ssize_t)chars;
 			left -= chars;
@@ -674,7 +692,13 @@ static ssize_t pipe_write_locked(struct pp_file *f, struct pp_pipe *p, struct io
 				k = i;
 				break;
 			}
-			iter_copy_from(it, page, n);
+			if (iter_copy_from(it, page, n) < n) {
+				/* A fault: publish the whole pages before it, no more. */
+				pp__page_free(p, page);
+				k = i;
+				faulted = true;
+				break;
+			}
 			fill[i] = (struct pp_buf){
 				.page = page,
 				.offset = 0,
@@ -687,7 +711,7 @@ static ssize_t pipe_write_locked(struct pp_file *f, struct pp_pipe *p, struct io
 		pthread_mutex_lock(&p->mutex);
 		if (!k) {
 			if (!ret)
-				ret = -ENOMEM;
+				ret = faulted ? -EFAULT : -ENOMEM;
 			break;
 		}
 		/*
@@ -725,8 +749,8 @@ static ssize_t pipe_write_locked(struct pp_file *f, struct pp_pipe *p, struct io
 			}
 			break;
 		}
-		if (k && fill[k - 1].len < psz)
-			break;	/* that was the last, partial page */
+		if (faulted || fill[k - 1].len < psz)
+			break;	/* a fault, or that was the last, partial page */
 	}
 	pp__pipe_unlock(p);
 	return ret;
@@ -871,14 +895,14 @@ int pp__pipe_release(struct pp_file *f)
 
 static unsigned long round_pipe_size(unsigned long size)
 {
-	if (size > PP_MAX_SIZE)
+	if (size > PP_MAX_LIMIT)
 		return 0;
 	if (size < pp__page_size)
 		return pp__page_size;
 	return 1ul << (64 - __builtin_clzl(size - 1));
 }
 
-static int pipe_set_size(struct pp_pipe *p, unsigned long arg)
+ssize_t pp__pipe_set_size(struct pp_pipe *p, unsigned long arg)
 {
 	unsigned long size = round_pipe_size(arg);
 	unsigned int nr_slots, n;
@@ -914,7 +938,21 @@ static int pipe_set_size(struct pp_pipe *p, unsigned long arg)
 	pp__pipe_wake_writers(p);
 	pp__pipe_update_events(p);
 	pp__pipe_unlock(p);
-	return (int)size;
+	return (ssize_t)size;
+}
+
+PP_EXPORT ssize_t pp_pipe_set_size(struct pp_file *f, size_t bytes)
+{
+	ssize_t r;
+
+	if (!f)
+		return pp__ret(-EBADF);
+	if (!pp__is_pipe(f))
+		return pp__ret(-EINVAL);
+	pp__file_get(f);
+	r = pp__pipe_set_size(f->pipe, bytes);
+	pp__file_put(f);
+	return pp__ret(r);
 }
 
 int pp__pipe_fcntl(struct pp_file *f, int cmd, unsigned long arg)
@@ -924,10 +962,15 @@ int pp__pipe_fcntl(struct pp_file *f, int cmd, unsigned long arg)
 
 	switch (cmd) {
 	case F_SETPIPE_SZ:
-		return pipe_set_size(p, (unsigned int)arg);
+		/* round_pipe_size() refuses above 2^31; an int cannot say 2^31. */
+		if ((unsigned int)arg > PP_MAX_SIZE)
+			return -EINVAL;
+		if (round_pipe_size((unsigned int)arg) > INT_MAX)
+			return -EINVAL;
+		return (int)pp__pipe_set_size(p, (unsigned int)arg);
 	case F_GETPIPE_SZ:
 		pthread_mutex_lock(&p->mutex);
-		size = (int)((size_t)p->max_usage << pp__page_shift);
+		size = (int)min_t(size_t, (size_t)p->max_usage << pp__page_shift, INT_MAX);
 		pp__pipe_unlock(p);
 		return size;
 	default:

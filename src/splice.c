@@ -120,6 +120,11 @@ static void publish(struct pp_file *out, struct pp_pipe *p, struct pp_buf *bufs,
 			(void)out;
 			return;
 		}
+		/*
+		 * Only pp_write() makes mergeable buffers; whatever an
+		 * endpoint produced is not ours to append to (Dirty Pipe).
+		 */
+		bufs[i].flags &= ~PP_BUF_FLAG_CAN_MERGE;
 		pp__pipe_push(p, &bufs[i]);
 	}
 	pp__pipe_wake_readers(p);
@@ -439,9 +444,10 @@ static ssize_t do_splice(struct pp_file *in, off_t *off_in, struct pp_file *out,
 			return -EBADF;
 		return -EINVAL;
 	}
-	if (ipipe && off_in)
+	/* A kernel pipe is a pipe here too: no offset (get_pipe_info). */
+	if ((ipipe || in->kind == PP_KIND_FIFO) && off_in)
 		return -ESPIPE;
-	if (opipe && off_out)
+	if ((opipe || out->kind == PP_KIND_FIFO) && off_out)
 		return -ESPIPE;
 	if (!pp__file_readable(in) || !pp__file_writable(out))
 		return -EBADF;

@@ -15,22 +15,36 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* Are all pages of [addr, addr + len) mapped?  0 or -EFAULT. */
-static int check_mapped(const void *addr, size_t len)
+/*
+ * How much of [addr, addr + len) is mapped from its start: the bytes, as
+ * the kernel pins page by page and stops at the first hole.
+ */
+static size_t mapped_prefix(const void *addr, size_t len)
 {
 	const size_t psz = pp__page_size;
 	uintptr_t start = (uintptr_t)addr & ~(psz - 1);
 	uintptr_t end = (uintptr_t)addr + len;
 	unsigned char vec[256];
 
+	if (!addr)
+		return 0;
 	while (start < end) {
 		size_t n = min_t(size_t, (end - start + psz - 1) / psz, sizeof(vec));
 
-		if (mincore((void *)start, n * psz, vec) < 0)
-			return -EFAULT;
+		if (mincore((void *)start, n * psz, vec) < 0) {
+			/* A hole somewhere in this chunk: find it page by page. */
+			while (start < end && mincore((void *)start, psz, vec) == 0)
+				start += psz;
+			return start <= (uintptr_t)addr ? 0 : min_t(size_t, start - (uintptr_t)addr, len);
+		}
 		start += n * psz;
 	}
-	return 0;
+	return len;
+}
+
+static int check_mapped(const void *addr, size_t len)
+{
+	return mapped_prefix(addr, len) == len ? 0 : -EFAULT;
 }
 
 static int check_iov(const struct iovec *iov, unsigned long nr_segs)
@@ -40,13 +54,10 @@ static int check_iov(const struct iovec *iov, unsigned long nr_segs)
 	if (nr_segs && !iov)
 		return -EFAULT;
 	for (unsigned long i = 0; i < nr_segs; i++) {
-		uintptr_t base = (uintptr_t)iov[i].iov_base;
-
 		if (iov[i].iov_len > (size_t)SSIZE_MAX)
 			return -EINVAL;
-		if (!iov[i].iov_len)
-			continue;
-		if (!base || base + iov[i].iov_len < base)
+		/* access_ok: a NULL base is found when its pages are pinned. */
+		if (iov[i].iov_len && !pp__access_ok(iov[i].iov_base, iov[i].iov_len))
 			return -EFAULT;
 	}
 	return 0;
@@ -87,12 +98,16 @@ ssize_t pp__pipe_add_user(struct pp_file *f, const struct iovec *iov, unsigned l
 		if (!left)
 			continue;
 		/* Check what can go in now; the rest is checked by the next call. */
-		err = check_mapped(base, min_t(size_t, left, room));
-		if (err) {
+		size_t ok = mapped_prefix(base, min_t(size_t, left, room));
+
+		if (!ok) {
 			if (!ret)
-				ret = err;
+				ret = -EFAULT;
 			break;
 		}
+		bool hole = ok < min_t(size_t, left, room);
+
+		left = min_t(size_t, left, ok);
 		while (left && !pp__pipe_full(p)) {
 			uintptr_t page = (uintptr_t)base & ~(psz - 1);
 			size_t off = (uintptr_t)base - page;
@@ -116,7 +131,7 @@ ssize_t pp__pipe_add_user(struct pp_file *f, const struct iovec *iov, unsigned l
 			base += n;
 			left -= n;
 		}
-		if (left)
+		if (left || hole)
 			break;
 	}
 out_wake:
@@ -140,13 +155,13 @@ static ssize_t do_vmsplice(struct pp_file *f, const struct iovec *iov, unsigned 
 	err = check_iov(iov, nr_segs);
 	if (err)
 		return err;
-	if (!pp__is_pipe(f))
-		return -EBADF;
 	total = 0;
 	for (unsigned long i = 0; i < nr_segs; i++)
 		total += (ssize_t)min_t(size_t, iov[i].iov_len, PP_MAX_RW);
 	if (!total)
-		return 0;
+		return 0;	/* before the pipe check, as in Linux */
+	if (!pp__is_pipe(f))
+		return -EBADF;
 	if (pp__file_writable(f))
 		return pp__pipe_add_user(f, iov, nr_segs, nonblock, flags & SPLICE_F_GIFT, NULL);
 	for (unsigned long i = 0; i < nr_segs; i++) {
@@ -188,7 +203,7 @@ PP_EXPORT ssize_t pp_write_ref(struct pp_file *f, const void *buf, size_t count,
 		return pp__ret(-EBADF);
 	if (!count)
 		return 0;
-	if (!buf || (uintptr_t)buf + count < (uintptr_t)buf)
+	if (!buf || !pp__access_ok(buf, count))
 		return pp__ret(-EFAULT);
 	ref = pp__user_ref_new(release, (void *)buf, arg);
 	if (!ref)

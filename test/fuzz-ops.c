@@ -43,6 +43,9 @@ static struct iovec kiov[MAX_IOV], piov[MAX_IOV];
 static size_t max_pipe;			/* pp_pipe_get_max_size() */
 static bool privileged;			/* root may grow a kernel pipe past pipe-max-size */
 
+/* FUZZ_TRACE=1 in the environment prints every call: for reading a reproducer. */
+static bool trace;
+
 struct cursor {
 	const uint8_t *p;
 	size_t n;
@@ -116,6 +119,10 @@ struct res {
 
 static void same(const struct state *s, const char *what, struct res k, struct res p)
 {
+	if (trace)
+		fprintf(stderr, "%s: op %u: %s: kernel %lld (%s), pagepipe %lld (%s)%s\n", "fuzz-ops",
+			s->op, what, k.ret, k.err ? strerror(k.err) : "ok", p.ret,
+			p.err ? strerror(p.err) : "ok", s->diff ? "" : " [not compared]");
 	if (!s->diff)
 		return;
 	if (k.ret != p.ret || k.err != p.err)
@@ -495,6 +502,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc; (void)argv;
 	signal(SIGPIPE, SIG_IGN);
+	trace = getenv("FUZZ_TRACE") != NULL;
 	src = malloc(SRC_LEN);
 	kbuf = malloc(MAX_IO + 4096);
 	pbuf = malloc(MAX_IO + 4096);

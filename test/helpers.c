@@ -167,6 +167,7 @@ int t_run_subtests(const struct t_subtest *tests, size_t n)
 		}
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
+		fflush(stderr);
 		if (WIFEXITED(status)) {
 			rc = WEXITSTATUS(status);
 			if (rc == T_EXIT_PASS) {
@@ -187,6 +188,7 @@ int t_run_subtests(const struct t_subtest *tests, size_t n)
 			       sig == SIGALRM ? "hung, killed after the timeout: " : "signal ",
 			       strsignal(sig));
 		}
+		fflush(stdout);
 	}
 	printf("%d passed, %d failed, %d skipped\n", npass, nfail, nskip);
 	fflush(stdout);
@@ -209,7 +211,7 @@ int t_skip(const char *fmt, ...)
 	return T_EXIT_SKIP;
 }
 
-void t_join(pthread_t th, void **ret, int seconds)
+void t_join_at(const char *file, int line, pthread_t th, void **ret, int seconds)
 {
 	struct timespec ts;
 	int e;
@@ -218,9 +220,9 @@ void t_join(pthread_t th, void **ret, int seconds)
 	ts.tv_sec += seconds;
 	e = pthread_timedjoin_np(th, ret, &ts);
 	if (e == ETIMEDOUT)
-		t_fail_at(__FILE__, __LINE__, "a thread did not finish within %d s (hang)", seconds);
+		t_fail_at(file, line, "a thread did not finish within %d s (hang)", seconds);
 	if (e)
-		t_fail_at(__FILE__, __LINE__, "pthread_timedjoin_np: %s", strerror(e));
+		t_fail_at(file, line, "pthread_timedjoin_np: %s", strerror(e));
 }
 
 static atomic_int sigpipes;
@@ -254,4 +256,49 @@ void t_sleep_ms(int ms)
 
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
+}
+
+void t_wait_in_syscall_at(const char *file, int line, pid_t tid, long nr, int seconds)
+{
+	long long deadline = t_now_ms() + seconds * 1000ll;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	for (;;) {
+		char buf[256] = "";
+		char spath[64], sbuf[512] = "";
+		FILE *f = fopen(path, "re");
+		long got = -1;
+		char state = 0;
+
+		if (!f) {
+			t_sleep_ms(200);
+			return;
+		}
+		if (!fgets(buf, sizeof(buf), f)) {
+			fclose(f);
+			t_sleep_ms(200);
+			return;
+		}
+		fclose(f);
+		if (sscanf(buf, "%ld", &got) == 1 && got == nr) {
+			snprintf(spath, sizeof(spath), "/proc/self/task/%d/stat", (int)tid);
+			f = fopen(spath, "re");
+			if (f) {
+				if (fgets(sbuf, sizeof(sbuf), f)) {
+					char *p = strrchr(sbuf, ')');
+
+					if (p && p[1] == ' ')
+						state = p[2];
+				}
+				fclose(f);
+			}
+			if (state == 'S' || state == 0)
+				return;
+		}
+		if (t_now_ms() > deadline)
+			t_fail_at(file, line, "thread %d never blocked in system call %ld (%s)",
+				  (int)tid, nr, buf);
+		t_sleep_ms(1);
+	}
 }

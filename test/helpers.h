@@ -176,11 +176,21 @@ int t_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * Join a thread, failing the test if it has not finished within seconds
  * (a hang, e.g. a waiter that was never woken).
  */
-void t_join(pthread_t th, void **ret, int seconds);
+void t_join_at(const char *file, int line, pthread_t th, void **ret, int seconds);
+#define t_join(th, ret, seconds)	t_join_at(__FILE__, __LINE__, (th), (ret), (seconds))
 
 /* Count SIGPIPEs with a handler (so EPIPE is returned and nothing dies). */
 void t_sigpipe_count_start(void);
 int  t_sigpipe_count(void);
+
+/*
+ * Wait until thread tid (from gettid()) sleeps inside system call nr
+ * (SYS_read...), by /proc/self/task/<tid>/syscall; fails after seconds.
+ * Where /proc cannot tell, waits 200 ms instead.
+ */
+void t_wait_in_syscall_at(const char *file, int line, pid_t tid, long nr, int seconds);
+#define t_wait_in_syscall(tid, nr, seconds) \
+	t_wait_in_syscall_at(__FILE__, __LINE__, (tid), (nr), (seconds))
 
 /* Sleep for ms milliseconds: only to let another thread reach a wait. */
 void t_sleep_ms(int ms);

@@ -103,7 +103,8 @@ int stage_pipe(struct pp_file *ends[2], size_t size, int flags)
 		pp_close(ends[1]);
 		return -err;
 	}
-	if (pp_fcntl(ends[1], F_SETPIPE_SZ, (unsigned long)size) < 0) {
+	/* pp_pipe_set_size() reaches past the 1 GiB an int fcntl can report. */
+	if (pp_pipe_set_size(ends[1], size) < 0) {
 		int err = errno;
 
 		pp_close(ends[0]);
