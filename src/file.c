@@ -77,7 +77,8 @@ ssize_t pp__iov_total(const struct iovec *iov, int iovcnt)
 	for (int i = 0; i < iovcnt; i++) {
 		if (iov[i].iov_len > (size_t)SSIZE_MAX)
 			return -EINVAL;
-		if (!pp__access_ok(iov[i].iov_base, iov[i].iov_len))
+		/* access_ok() sees the length already cut to MAX_RW_COUNT. */
+		if (!pp__access_ok(iov[i].iov_base, min_t(size_t, iov[i].iov_len, PP_MAX_RW - total)))
 			return -EFAULT;
 		total += min_t(size_t, iov[i].iov_len, PP_MAX_RW);
 		if (total > PP_MAX_RW)

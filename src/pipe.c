@@ -442,7 +442,7 @@ static ssize_t copy_buf_to_iter(struct pp_pipe *p, struct pp_buf *buf, size_t of
 
 		iter_skip_empty(it);
 		if (!it->iov->iov_base)
-			return done ? (ssize_t)done : -EFAULT;
+			return -EFAULT;	/* a short copy fails the buffer, as copy_page_to_iter does */
 		n = min_t(size_t, len - done, it->iov->iov_len - it->off);
 		r = pp__buf_copy_out(p, buf, off + done, (char *)it->iov->iov_base + it->off, n);
 		if (r < 0)

@@ -233,10 +233,10 @@ static int test_pipe_sz_eperm(void)
 	pp_close(p[0]);
 	pp_close(p[1]);
 
-	/* The limit itself: a page up to 2^31. */
+	/* The limit itself: a page up to 2^40. */
 	ASSERT_ERRNO(pp_pipe_set_max_size(0), EINVAL);
 	ASSERT_ERRNO(pp_pipe_set_max_size(4095), EINVAL);
-	ASSERT_ERRNO(pp_pipe_set_max_size((1ul << 31) + 1), EINVAL);
+	ASSERT_ERRNO(pp_pipe_set_max_size((1ul << 40) + 1), EINVAL);
 	ASSERT_EQ(pp_pipe_get_max_size(), 64u << 20);
 	ASSERT_EQ(pp_pipe_set_max_size(1ul << 31), 0);
 	ASSERT_EQ(pp_pipe_set_max_size(4096), 0);
