@@ -342,16 +342,19 @@ static ssize_t splice_pipe_to_pipe(struct pp_file *in, struct pp_file *out, size
 	struct pp_pipe *ip = in->pipe, *op = out->pipe;
 	bool nonblock = pp__pipe_nonblock(in, flags) || pp__pipe_nonblock(out, flags);
 	ssize_t ret;
-	int err;
+	int err, in_ready;
 
 retry:
 	ret = 0;
-	err = pp__ipipe_prep(ip, nonblock);
-	if (err <= 0)
-		return err;
+	/* As splice_pipe_to_pipe: the output is checked even at input EOF. */
+	in_ready = pp__ipipe_prep(ip, nonblock);
+	if (in_ready < 0)
+		return in_ready;
 	err = pp__opipe_prep(out, nonblock);
 	if (err)
 		return err;
+	if (!in_ready)
+		return 0;
 
 	err = pp__pipe_lock_consumer(ip, nonblock);
 	if (err)
@@ -464,6 +467,8 @@ static ssize_t do_splice(struct pp_file *in, off_t *off_in, struct pp_file *out,
 			return err;
 		if (pp__file_flags(out) & O_APPEND)
 			return -EINVAL;
+		if ((ssize_t)len < 0 || (sp.ppos && sp.pos > (off_t)(LLONG_MAX - len)))
+			return -EINVAL;	/* rw_verify_area(WRITE) */
 		if (!out->ops->splice_write)
 			return -EINVAL;
 		ret = splice_from_pipe(in, out, sp.ppos, len, flags);
@@ -474,6 +479,8 @@ static ssize_t do_splice(struct pp_file *in, off_t *off_in, struct pp_file *out,
 	err = splice_pos_init(&sp, in, off_in);
 	if (err)
 		return err;
+	if ((ssize_t)len < 0 || (sp.ppos && sp.pos > (off_t)(LLONG_MAX - len)))
+		return -EINVAL;	/* rw_verify_area(READ) */
 	ret = splice_to_pipe(in, sp.ppos, out, len, flags);
 	splice_pos_done(&sp, in, off_in, ret);
 	return ret;

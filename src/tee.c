@@ -69,12 +69,16 @@ static ssize_t do_tee(struct pp_file *in, struct pp_file *out, size_t len, unsig
 	for (;;) {
 		bool eof = false;
 
-		err = pp__ipipe_prep(in->pipe, nonblock);
-		if (err <= 0)
-			return err;
+		/* As do_tee: the output is checked even at input EOF, so EPIPE wins. */
+		int in_ready = pp__ipipe_prep(in->pipe, nonblock);
+
+		if (in_ready < 0)
+			return in_ready;
 		err = pp__opipe_prep(out, nonblock);
 		if (err)
 			return err;
+		if (!in_ready)
+			return 0;
 		/* The consumer lock keeps the tail still while we walk it. */
 		err = pp__pipe_lock_consumer(in->pipe, nonblock);
 		if (err)

@@ -42,10 +42,6 @@ static size_t mapped_prefix(const void *addr, size_t len)
 	return len;
 }
 
-static int check_mapped(const void *addr, size_t len)
-{
-	return mapped_prefix(addr, len) == len ? 0 : -EFAULT;
-}
 
 static int check_iov(const struct iovec *iov, unsigned long nr_segs)
 {
@@ -164,10 +160,7 @@ static ssize_t do_vmsplice(struct pp_file *f, const struct iovec *iov, unsigned 
 		return -EBADF;
 	if (pp__file_writable(f))
 		return pp__pipe_add_user(f, iov, nr_segs, nonblock, flags & SPLICE_F_GIFT, NULL);
-	for (unsigned long i = 0; i < nr_segs; i++) {
-		if (iov[i].iov_len && check_mapped(iov[i].iov_base, iov[i].iov_len))
-			return -EFAULT;
-	}
+	/* A bad segment is found at copy time, after EAGAIN and EOF, as in Linux. */
 	return pp__pipe_read(f, iov, (int)nr_segs, nonblock);
 }
 
