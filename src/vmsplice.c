@@ -160,7 +160,20 @@ static ssize_t do_vmsplice(struct pp_file *f, const struct iovec *iov, unsigned 
 		return -EBADF;
 	if (pp__file_writable(f))
 		return pp__pipe_add_user(f, iov, nr_segs, nonblock, flags & SPLICE_F_GIFT, NULL);
-	/* A bad segment is found at copy time, after EAGAIN and EOF, as in Linux. */
+	/*
+	 * A bad segment is found at copy time in Linux, after EAGAIN and EOF.
+	 * We cannot take a fault, so unmapped segments are refused up front,
+	 * unless the read would not copy at all.  A NULL base is found at copy
+	 * time.
+	 */
+	pthread_mutex_lock(&f->pipe->mutex);
+	bool no_copy = pp__pipe_empty(f->pipe) && (nonblock || !f->pipe->writers);
+	pp__pipe_unlock(f->pipe);
+	for (unsigned long i = 0; i < nr_segs && !no_copy; i++) {
+		if (iov[i].iov_len && iov[i].iov_base &&
+		    mapped_prefix(iov[i].iov_base, iov[i].iov_len) < iov[i].iov_len)
+			return -EFAULT;
+	}
 	return pp__pipe_read(f, iov, (int)nr_segs, nonblock);
 }
 
