@@ -262,7 +262,7 @@ static int test_blocking_waits_for_eof(void)
 static int test_returns_what_is_there(void)
 {
 	static const size_t sizes[] = { 1, 100, 4095, 4096, 4097, 5000, 12289, 40000, 65536 };
-	char *big = malloc(65536);
+	char *big = calloc(1, 65536);
 
 	ASSERT_TRUE(big != NULL);
 	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
