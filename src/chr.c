@@ -10,7 +10,6 @@
  */
 #include "internal.h"
 
-#include <sys/sendfile.h>
 #include <unistd.h>
 
 
@@ -73,26 +72,13 @@ static ssize_t chr_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bu
 	return (ssize_t)done;
 }
 
-static ssize_t chr_move(struct pp_file *out, int sfd, off_t spos, off_t *pos, size_t len,
-			unsigned int flags)
-{
-	ssize_t r;
-
-	(void)pos;
-	(void)flags;
-	do
-		r = sendfile(out->fd, sfd, &spos, len);
-	while (r < 0 && errno == EINTR);
-	return r < 0 ? -errno : r;
-}
-
 static ssize_t chr_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
 				unsigned int nr_bufs, size_t len, unsigned int flags)
 {
 	size_t total = 0;
 
 	if (!(out->fd_flags & PP_FD_NULL))
-		return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, chr_move);
+		return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, pp__sendfile_move);
 	for (unsigned int i = 0; i < nr_bufs && total < len; i++)
 		total += min_t(size_t, bufs[i].len, len - total);
 	return (ssize_t)total;

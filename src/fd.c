@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -226,6 +227,37 @@ static unsigned int file_run(struct pp_buf *bufs, unsigned int nr, size_t max,
 	return n;
 }
 
+/* sendfile(2): the kernel path to sockets, ttys and most other descriptors. */
+ssize_t pp__sendfile_move(struct pp_file *out, int sfd, off_t *spos, off_t *pos, size_t len,
+			  unsigned int flags)
+{
+	ssize_t r = sendfile(out->fd, sfd, spos, len);
+
+	(void)pos;
+	(void)flags;
+	return r < 0 ? -errno : r;
+}
+
+/* Loop one kind's kernel call until len moved, a short 0, or an error. */
+static ssize_t move_all(pp__move_fn move, struct pp_file *out, int sfd, off_t spos,
+			off_t *pos, size_t len, unsigned int flags)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t r = move(out, sfd, &spos, pos, len - done, flags);
+
+		if (r == -EINTR)
+			continue;
+		if (r < 0)
+			return done ? (ssize_t)done : r;
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
 static bool kernel_path_unsupported(ssize_t r)
 {
 	return r == -EINVAL || r == -EXDEV || r == -ENOSYS || r == -EOPNOTSUPP || r == -EBADF;
@@ -257,7 +289,7 @@ ssize_t pp__fd_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs
 				r = pp__fault(PP_FAULT_SPLICE);
 			while (r == -EINTR);
 			if (!r)
-				r = move(out, sfd, spos, pos, bytes, flags);
+				r = move_all(move, out, sfd, spos, pos, bytes, flags);
 			if (r == 0 && bytes) {
 				/* 0 from a pseudo-file, or the data is gone: let a read decide. */
 				r = -EOPNOTSUPP;

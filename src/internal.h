@@ -286,12 +286,16 @@ int     pp__fd_release(struct pp_file *f);
 ssize_t pp__fd_splice_write_copy(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
 				 unsigned int nr_bufs, size_t len, unsigned int flags);
 /*
- * A kind's kernel path for file bytes: move `len` bytes of descriptor sfd
- * from spos to out (at *pos when given, advancing it).  Bytes moved, or
- * -errno; -EINVAL, -EXDEV, -ENOSYS, -EOPNOTSUPP make the caller copy instead.
+ * A kind's kernel path for file bytes: one system call moving up to `len`
+ * bytes of descriptor sfd from *spos to out (at *pos when given), both
+ * advanced by the call.  Bytes moved (maybe fewer), or -errno; the caller
+ * loops, retries EINTR, and copies instead on -EINVAL, -EXDEV, -ENOSYS,
+ * -EOPNOTSUPP or a 0 at the start.
  */
-typedef ssize_t (*pp__move_fn)(struct pp_file *out, int sfd, off_t spos, off_t *pos,
+typedef ssize_t (*pp__move_fn)(struct pp_file *out, int sfd, off_t *spos, off_t *pos,
 			       size_t len, unsigned int flags);
+ssize_t pp__sendfile_move(struct pp_file *out, int sfd, off_t *spos, off_t *pos, size_t len,
+			  unsigned int flags);
 ssize_t pp__fd_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
 			    unsigned int nr_bufs, size_t len, unsigned int flags, pp__move_fn move);
 /* splice_read for any descriptor: read(v) into fresh anonymous pages. */

@@ -36,25 +36,13 @@ ssize_t pp__stream_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bu
 	return pp__fd_splice_read_copy(in, pos, bufs, nr_bufs, len, flags);
 }
 
-static ssize_t kpipe_move(struct pp_file *out, int sfd, off_t spos, off_t *pos, size_t len,
+static ssize_t kpipe_move(struct pp_file *out, int sfd, off_t *spos, off_t *pos, size_t len,
 			  unsigned int flags)
 {
-	size_t done = 0;
+	ssize_t r = splice(sfd, spos, out->fd, NULL, len, SPLICE_F_MOVE | (flags & SPLICE_F_MORE));
 
 	(void)pos;
-	while (done < len) {
-		ssize_t r = splice(sfd, &spos, out->fd, NULL, len - done,
-				   SPLICE_F_MOVE | (flags & SPLICE_F_MORE));
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return done ? (ssize_t)done : -errno;
-		if (r == 0)
-			break;
-		done += (size_t)r;
-	}
-	return (ssize_t)done;
+	return r < 0 ? -errno : r;
 }
 
 static ssize_t kpipe_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs,

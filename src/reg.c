@@ -81,24 +81,13 @@ static ssize_t reg_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bu
 	return (ssize_t)len;
 }
 
-static ssize_t reg_move(struct pp_file *out, int sfd, off_t spos, off_t *pos, size_t len,
+static ssize_t reg_move(struct pp_file *out, int sfd, off_t *spos, off_t *pos, size_t len,
 			unsigned int flags)
 {
-	size_t done = 0;
+	ssize_t r = copy_file_range(sfd, spos, out->fd, pos, len, 0);
 
 	(void)flags;
-	while (done < len) {
-		ssize_t r = copy_file_range(sfd, &spos, out->fd, pos, len - done, 0);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return done ? (ssize_t)done : -errno;
-		if (r == 0)
-			break;
-		done += (size_t)r;
-	}
-	return (ssize_t)done;
+	return r < 0 ? -errno : r;
 }
 
 static ssize_t reg_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs,

@@ -10,36 +10,14 @@
  */
 #include "internal.h"
 
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 
-static ssize_t sock_move(struct pp_file *out, int sfd, off_t spos, off_t *pos, size_t len,
-			 unsigned int flags)
-{
-	size_t done = 0;
-
-	(void)pos;
-	(void)flags;
-	while (done < len) {
-		ssize_t r = sendfile(out->fd, sfd, &spos, len - done);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return done ? (ssize_t)done : -errno;
-		if (r == 0)
-			break;
-		done += (size_t)r;
-	}
-	return (ssize_t)done;
-}
-
 static ssize_t sock_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
 				 unsigned int nr_bufs, size_t len, unsigned int flags)
 {
-	return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, sock_move);
+	return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, pp__sendfile_move);
 }
 
 const struct pp_file_ops pp__sock_ops = {
