@@ -91,9 +91,9 @@ struct pp_pipe {
 };
 
 /*
- * head and tail change only under mutex, but a waiter spins on them with
- * the lock dropped before it sleeps (pp__pipe_wait_*), so every store is
- * atomic.  Reads under mutex need no atomics.
+ * head and tail change only under mutex.  Stores are atomic so that a
+ * lock-free look (a future poll fast path) stays race-free; reads under
+ * mutex need no atomics.
  */
 static inline void pp__pipe_set_head(struct pp_pipe *p, unsigned int head)
 {

@@ -10,13 +10,11 @@
  */
 #include "internal.h"
 
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 /* Slots one consuming pass snapshots; more are taken on the next pass. */
@@ -232,75 +230,8 @@ static void flush_before_sleep(struct pp_pipe *p)
 		pp__pipe_flush_wakes(p, wake);
 }
 
-/*
- * On more than one CPU the peer usually frees a slot (or adds data) within
- * microseconds.  Spinning on the index with the lock dropped for about as
- * long as a sleep and a wake-up would cost is never much worse than
- * sleeping at once (the classic competitive bound), and when the peer is
- * running it saves both system calls.  The bound is in time, not loops,
- * because a pause instruction costs from 10 to 140 cycles across CPUs.
- */
-#define PP_SPIN_NS	5000
-
-static __thread int spin_ok = -1;
-
-/* Spinning helps only if the peer can run meanwhile: not on one CPU. */
-static bool spin_allowed(void)
-{
-	if (spin_ok < 0) {
-		cpu_set_t set;
-
-		spin_ok = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) > 1
-			  : sysconf(_SC_NPROCESSORS_ONLN) > 1;
-	}
-	return spin_ok;
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
-static long long mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void spin_on(struct pp_pipe *p, unsigned int *index, unsigned int seen)
-{
-	long long deadline;
-
-	if (!spin_allowed())
-		return;
-	pp__pipe_unlock(p);
-	deadline = mono_ns() + PP_SPIN_NS;
-	for (;;) {
-		/* Done without the lock, thus atomic load. */
-		for (int i = 0; i < 32; i++) {
-			if (__atomic_load_n(index, __ATOMIC_RELAXED) != seen)
-				goto out;
-			cpu_relax();
-		}
-		if (mono_ns() > deadline)
-			break;
-	}
-out:
-	pthread_mutex_lock(&p->mutex);
-}
-
 int pp__pipe_wait_readable(struct pp_pipe *p)
 {
-	spin_on(p, &p->head, p->head);
-	/* Re-check under the lock: a close may have come while we spun. */
-	if (!pp__pipe_empty(p) || !p->writers)
-		return 0;
 	flush_before_sleep(p);
 	p->rd_sleepers++;
 	pthread_cond_wait(&p->rd_wait, &p->mutex);
@@ -310,9 +241,6 @@ int pp__pipe_wait_readable(struct pp_pipe *p)
 
 int pp__pipe_wait_writable(struct pp_pipe *p)
 {
-	spin_on(p, &p->tail, p->tail);
-	if (!pp__pipe_full(p) || !p->readers)
-		return 0;
 	flush_before_sleep(p);
 	p->wr_sleepers++;
 	pthread_cond_wait(&p->wr_wait, &p->mutex);
