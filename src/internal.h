@@ -65,8 +65,13 @@ struct pp_pipe {
 	pthread_mutex_t mutex;
 	pthread_mutex_t rd_mutex;
 	pthread_mutex_t wr_mutex;
-	pthread_cond_t rd_wait;		/* data, or no writers: under mutex */
-	pthread_cond_t wr_wait;		/* a free slot, or no readers: under mutex */
+	/*
+	 * Wait queues: a futex word each, bumped by every wake-up.  A waiter
+	 * reads it under mutex before it lets go, so a wake-up for a change
+	 * made after that cannot be lost.
+	 */
+	unsigned int rd_wait;		/* data, or no writers */
+	unsigned int wr_wait;		/* a free slot, or no readers */
 
 	/* Under mutex. */
 	unsigned int head;		/* free running: slot head & (ring_size - 1) */
@@ -76,6 +81,20 @@ struct pp_pipe {
 	struct pp_buf *bufs;
 	unsigned int readers, writers;	/* open ends */
 	unsigned int rd_sleepers, wr_sleepers;
+	/*
+	 * A wake-up is on its way to every current sleeper: later changes
+	 * need not send another, which on one CPU would be a futex call per
+	 * write while the woken reader waits for its turn.  A new sleeper
+	 * clears it, since no wake-up sent so far is meant for it.
+	 */
+	bool rd_wake_sent, wr_wake_sent;
+	/*
+	 * The CPU the consumer and the producer last took their lock on, or
+	 * -1: a waiter spins only while its peer may be running elsewhere.
+	 * Relaxed atomics, read without any lock; a stale value costs one
+	 * bounded spin, never correctness.
+	 */
+	int rd_cpu, wr_cpu;
 	unsigned int wake_pending;	/* PP_WAKE_*: broadcast once the ring lock is let go */
 	unsigned int files;		/* ends still allocated; the pipe goes with the last */
 
@@ -91,9 +110,9 @@ struct pp_pipe {
 };
 
 /*
- * head and tail change only under mutex.  Stores are atomic so that a
- * lock-free look (a future poll fast path) stays race-free; reads under
- * mutex need no atomics.
+ * head and tail change only under mutex, but a waiter watches them with the
+ * lock dropped while it spins (pp__pipe_wait_*), so every store is atomic.
+ * Reads under mutex need no atomics.
  */
 static inline void pp__pipe_set_head(struct pp_pipe *p, unsigned int head)
 {
@@ -143,6 +162,18 @@ static inline void pp__pipe_unlock(struct pp_pipe *p)
 	pthread_mutex_unlock(&p->mutex);
 	if (wake)
 		pp__pipe_flush_wakes(p, wake);
+}
+
+/*
+ * For a call that takes the lock again before it returns or sleeps: what
+ * it owes stays pending until its last unlock (or its next sleep), as the
+ * kernel's pipe_write wakes once per call.  Waking a peer per batch makes a
+ * peer on the same CPU preempt us for one batch at a time; a peer spinning
+ * on another CPU sees the index move without any wake-up at all.
+ */
+static inline void pp__pipe_unlock_quiet(struct pp_pipe *p)
+{
+	pthread_mutex_unlock(&p->mutex);
 }
 
 void pp__pipe_double_lock(struct pp_pipe *a, struct pp_pipe *b);

@@ -10,11 +10,15 @@
  */
 #include "internal.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Slots one consuming pass snapshots; more are taken on the next pass. */
@@ -88,12 +92,11 @@ static struct pp_pipe *pipe_alloc(void)
 	mutex_init(&p->mutex, true);
 	mutex_init(&p->rd_mutex, false);
 	mutex_init(&p->wr_mutex, false);
-	pthread_cond_init(&p->rd_wait, NULL);
-	pthread_cond_init(&p->wr_wait, NULL);
 	p->ring_size = p->max_usage = PP_DEF_SLOTS;
 	p->readers = p->writers = 1;
 	p->files = 2;
 	p->rd_event_fd = p->wr_event_fd = -1;
+	p->rd_cpu = p->wr_cpu = -1;
 	return p;
 }
 
@@ -114,8 +117,6 @@ static void pipe_free(struct pp_pipe *p)
 	pthread_mutex_destroy(&p->mutex);
 	pthread_mutex_destroy(&p->rd_mutex);
 	pthread_mutex_destroy(&p->wr_mutex);
-	pthread_cond_destroy(&p->rd_wait);
-	pthread_cond_destroy(&p->wr_wait);
 	free(p->bufs);
 	free(p);
 }
@@ -176,12 +177,34 @@ void pp__pipe_double_unlock(struct pp_pipe *a, struct pp_pipe *b)
 	pp__pipe_unlock(b);
 }
 
+/*
+ * The wait queues are bare futexes: a condition variable costs more system
+ * calls per sleep and wake-up than the one each that this needs, and the
+ * ring lock already orders everything a waiter looks at.
+ */
+static void waitq_wake_all(unsigned int *wq)
+{
+	__atomic_fetch_add(wq, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, wq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Under mutex; returns with it held, after a wake-up or a spurious return. */
+static void waitq_sleep(struct pp_pipe *p, unsigned int *wq)
+{
+	unsigned int seen = __atomic_load_n(wq, __ATOMIC_RELAXED);
+
+	pthread_mutex_unlock(&p->mutex);
+	/* EAGAIN: a wake-up came after we let go; EINTR: look again anyway. */
+	syscall(SYS_futex, wq, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+	pthread_mutex_lock(&p->mutex);
+}
+
 void pp__pipe_flush_wakes(struct pp_pipe *p, unsigned int wake)
 {
 	if (wake & PP_WAKE_RD)
-		pthread_cond_broadcast(&p->rd_wait);
+		waitq_wake_all(&p->rd_wait);
 	if (wake & PP_WAKE_WR)
-		pthread_cond_broadcast(&p->wr_wait);
+		waitq_wake_all(&p->wr_wait);
 }
 
 static void event_set(int fd, bool *state, bool on)
@@ -208,15 +231,19 @@ void pp__pipe_update_events(struct pp_pipe *p)
 
 void pp__pipe_wake_readers(struct pp_pipe *p)
 {
-	if (p->rd_sleepers)
+	if (p->rd_sleepers && !p->rd_wake_sent) {
 		p->wake_pending |= PP_WAKE_RD;
+		p->rd_wake_sent = true;
+	}
 	pp__pipe_update_events(p);
 }
 
 void pp__pipe_wake_writers(struct pp_pipe *p)
 {
-	if (p->wr_sleepers)
+	if (p->wr_sleepers && !p->wr_wake_sent) {
 		p->wake_pending |= PP_WAKE_WR;
+		p->wr_wake_sent = true;
+	}
 	pp__pipe_update_events(p);
 }
 
@@ -230,20 +257,101 @@ static void flush_before_sleep(struct pp_pipe *p)
 		pp__pipe_flush_wakes(p, wake);
 }
 
+/*
+ * Spin before sleeping, the way the kernel's mutexes spin on an owner that
+ * is running: when the peer is in a call on another CPU it usually adds
+ * data or frees a slot within microseconds, and a futex sleep plus a
+ * cross-CPU wake-up costs tens of them (far more on a virtual machine,
+ * where the idle CPU has to be woken by the host).  Spinning is pointless,
+ * and is skipped, when the peer is asleep itself or last ran on our CPU:
+ * then it cannot move until we stop.  The bound is in time, about what a
+ * sleep and a wake-up cost, so a spin that fails is never much worse than
+ * sleeping at once.
+ */
+#ifndef PP_SPIN_NS
+#define PP_SPIN_NS	20000
+#endif
+
+static int online_cpus;
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+static long long mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static bool spin_worthwhile(const int *peer_cpu)
+{
+	int n = __atomic_load_n(&online_cpus, __ATOMIC_RELAXED);
+	int cpu;
+
+	if (!n) {
+		n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+		__atomic_store_n(&online_cpus, n > 0 ? n : 1, __ATOMIC_RELAXED);
+	}
+	if (n <= 1)
+		return false;
+	cpu = sched_getcpu();	/* rseq: a load, no system call */
+	return cpu < 0 || cpu != __atomic_load_n(peer_cpu, __ATOMIC_RELAXED);
+}
+
+/*
+ * Under mutex; returns with it held.  True if *index moved while we spun
+ * with the lock dropped (the caller re-checks its condition), false if it
+ * did not and the caller should sleep.
+ */
+static bool spin_on(struct pp_pipe *p, const unsigned int *index, const int *peer_cpu)
+{
+	unsigned int seen = *index;
+	long long deadline;
+	bool moved = false;
+
+	if (!spin_worthwhile(peer_cpu))
+		return false;
+	pp__pipe_unlock(p);
+	deadline = mono_ns() + PP_SPIN_NS;
+	do {
+		for (int i = 0; i < 64 && !moved; i++) {
+			moved = __atomic_load_n(index, __ATOMIC_RELAXED) != seen;
+			cpu_relax();
+		}
+	} while (!moved && mono_ns() < deadline);
+	pthread_mutex_lock(&p->mutex);
+	return moved || *index != seen;
+}
+
 int pp__pipe_wait_readable(struct pp_pipe *p)
 {
+	/* A last writer's close shows under the lock: re-checked by the caller. */
+	if (spin_on(p, &p->head, &p->wr_cpu) || !p->writers)
+		return 0;
 	flush_before_sleep(p);
+	p->rd_wake_sent = false;
 	p->rd_sleepers++;
-	pthread_cond_wait(&p->rd_wait, &p->mutex);
+	waitq_sleep(p, &p->rd_wait);
 	p->rd_sleepers--;
 	return 0;
 }
 
 int pp__pipe_wait_writable(struct pp_pipe *p)
 {
+	if (spin_on(p, &p->tail, &p->rd_cpu) || !p->readers)
+		return 0;
 	flush_before_sleep(p);
+	p->wr_wake_sent = false;
 	p->wr_sleepers++;
-	pthread_cond_wait(&p->wr_wait, &p->mutex);
+	waitq_sleep(p, &p->wr_wait);
 	p->wr_sleepers--;
 	return 0;
 }
@@ -270,7 +378,7 @@ int pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock)
 {
 	if (!nonblock) {
 		pthread_mutex_lock(&p->rd_mutex);
-		return 0;
+		goto locked;
 	}
 	while (pthread_mutex_trylock(&p->rd_mutex)) {
 		bool would_block;
@@ -282,6 +390,8 @@ int pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock)
 			return -EAGAIN;
 		sched_yield();
 	}
+locked:
+	__atomic_store_n(&p->rd_cpu, sched_getcpu(), __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -294,7 +404,7 @@ int pp__pipe_lock_producer(struct pp_pipe *p, bool nonblock)
 {
 	if (!nonblock) {
 		pthread_mutex_lock(&p->wr_mutex);
-		return 0;
+		goto locked;
 	}
 	while (pthread_mutex_trylock(&p->wr_mutex)) {
 		bool would_block;
@@ -306,6 +416,8 @@ int pp__pipe_lock_producer(struct pp_pipe *p, bool nonblock)
 			return -EAGAIN;
 		sched_yield();
 	}
+locked:
+	__atomic_store_n(&p->wr_cpu, sched_getcpu(), __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -480,7 +592,7 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 
 		/* Snapshot the tail slots this read will use. */
 		nr = pp__pipe_snapshot(p, snap, PP_READ_BATCH, want, true);
-		pp__pipe_unlock(p);
+		pp__pipe_unlock_quiet(p);
 
 		for (unsigned int i = 0; i < nr; i++) {
 			struct pp_buf *buf = &snap[i];
@@ -526,7 +638,7 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 		else if (ndead)
 			pp__pipe_update_events(p);
 		if (ndead) {
-			pp__pipe_unlock(p);
+			pp__pipe_unlock_quiet(p);
 			pp__pipe_release_bufs(p, dead, ndead);
 			pthread_mutex_lock(&p->mutex);
 		}
@@ -610,7 +722,7 @@ static ssize_t pipe_write_locked(struct pp_file *f, struct pp_pipe *p, struct io
 		nfree = p->max_usage - pp__pipe_occupancy(p);
 		k = (unsigned int)min_t(size_t, nfree, (left + psz - 1) / psz);
 		k = min_t(unsigned int, k, PP_WRITE_BATCH);
-		pp__pipe_unlock(p);
+		pp__pipe_unlock_quiet(p);
 
 		for (unsigned int i = 0; i < k; i++) {
 			size_t n = min_t(size_t, psz, left - (size_t)i * psz);
@@ -811,9 +923,8 @@ int pp__pipe_release(struct pp_file *f)
 	else
 		p->writers--;
 	/* Everyone blocked on either side must see EOF or EPIPE now. */
-	pthread_cond_broadcast(&p->rd_wait);
-	pthread_cond_broadcast(&p->wr_wait);
-	pp__pipe_update_events(p);
+	pp__pipe_wake_readers(p);
+	pp__pipe_wake_writers(p);
 	last = --p->files == 0;
 	pp__pipe_unlock(p);
 	if (last)
