@@ -45,8 +45,9 @@ extern unsigned int pp__page_shift;
  * The pipe.
  *
  * Three locks.  `mutex` (the ring lock) guards head, tail, the slots, the
- * counters and the wait queues; it is held only for short bookkeeping, never
- * across a copy of data or a system call that may block.  `rd_mutex`
+ * counters and the wait queues; it is held for bookkeeping and for copies
+ * of at most a page (a merge, a write of at most PIPE_BUF), never across a
+ * system call that may block.  `rd_mutex`
  * serialises consumers (read, splice and tee out of the pipe) and is held
  * across the whole of one consuming call, copies and waits included, so a
  * consumer may work on a snapshot of the slots at the tail with the ring
@@ -61,10 +62,14 @@ extern unsigned int pp__page_shift;
  * (the kernel's ipipe_prep/opipe_prep, which is what keeps two threads
  * splicing in opposite directions from deadlocking).
  */
+#define PP_CACHELINE	64
+
 struct pp_pipe {
+	/*
+	 * Shared by both sides, under mutex (the futex words and head/tail
+	 * are also read without it: see below).
+	 */
 	pthread_mutex_t mutex;
-	pthread_mutex_t rd_mutex;
-	pthread_mutex_t wr_mutex;
 	/*
 	 * Wait queues: a futex word each, bumped by every wake-up.  A waiter
 	 * reads it under mutex before it lets go, so a wake-up for a change
@@ -72,8 +77,6 @@ struct pp_pipe {
 	 */
 	unsigned int rd_wait;		/* data, or no writers */
 	unsigned int wr_wait;		/* a free slot, or no readers */
-
-	/* Under mutex. */
 	unsigned int head;		/* free running: slot head & (ring_size - 1) */
 	unsigned int tail;
 	unsigned int ring_size;		/* a power of two */
@@ -88,21 +91,28 @@ struct pp_pipe {
 	 * clears it, since no wake-up sent so far is meant for it.
 	 */
 	bool rd_wake_sent, wr_wake_sent;
+	unsigned int wake_pending;	/* PP_WAKE_*: broadcast once the ring lock is let go */
+	unsigned int files;		/* ends still allocated; the pipe goes with the last */
+
 	/*
-	 * The CPU the consumer and the producer last took their lock on, or
+	 * What only the consumer side touches, then what only the producer
+	 * side touches, each on its own cache line: a writer taking its own
+	 * uncontended lock must not pull in the line the reader's lock is on.
+	 *
+	 * rd_cpu and wr_cpu are the CPU each side last took its lock on, or
 	 * -1: a waiter spins only while its peer may be running elsewhere.
 	 * Relaxed atomics, read without any lock; a stale value costs one
 	 * bounded spin, never correctness.
 	 */
-	int rd_cpu, wr_cpu;
-	unsigned int wake_pending;	/* PP_WAKE_*: broadcast once the ring lock is let go */
-	unsigned int files;		/* ends still allocated; the pipe goes with the last */
+	_Alignas(PP_CACHELINE) pthread_mutex_t rd_mutex;
+	int rd_cpu;
+	struct pp__loan *loan;		/* the read loan in progress (zerocopy.c), under rd_mutex */
+
+	_Alignas(PP_CACHELINE) pthread_mutex_t wr_mutex;
+	int wr_cpu;
 
 	/* Pages kept for the next write: atomic, so producers need no lock. */
-	_Atomic(void *) tmp_page[PP_TMP_PAGES];
-
-	/* The read loan in progress (zerocopy.c), under rd_mutex. */
-	struct pp__loan *loan;
+	_Alignas(PP_CACHELINE) _Atomic(void *) tmp_page[PP_TMP_PAGES];
 
 	/* Readiness descriptors for event loops (pp_file_event_fd), under mutex. */
 	int rd_event_fd, wr_event_fd;

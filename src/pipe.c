@@ -81,9 +81,11 @@ static struct pp_pipe *pipe_alloc(void)
 
 	if (pp__fault(PP_FAULT_ALLOC))
 		return NULL;
-	p = calloc(1, sizeof(*p));
+	/* Cache-line aligned: see the layout of struct pp_pipe. */
+	p = aligned_alloc(PP_CACHELINE, (sizeof(*p) + PP_CACHELINE - 1) & ~(size_t)(PP_CACHELINE - 1));
 	if (!p)
 		return NULL;
+	memset(p, 0, sizeof(*p));
 	p->bufs = calloc(PP_DEF_SLOTS, sizeof(*p->bufs));
 	if (!p->bufs) {
 		free(p);
@@ -247,8 +249,11 @@ void pp__pipe_wake_writers(struct pp_pipe *p)
 	pp__pipe_update_events(p);
 }
 
-/* Before sleeping, deliver what we owe: nobody else will. */
-static void flush_before_sleep(struct pp_pipe *p)
+/*
+ * Deliver what we owe with the lock held: before sleeping (nobody else
+ * will) and on a close (after it the pipe may be gone).
+ */
+static void flush_wakes_locked(struct pp_pipe *p)
 {
 	unsigned int wake = p->wake_pending;
 
@@ -336,7 +341,7 @@ int pp__pipe_wait_readable(struct pp_pipe *p)
 	/* A last writer's close shows under the lock: re-checked by the caller. */
 	if (spin_on(p, &p->head, &p->wr_cpu) || !p->writers)
 		return 0;
-	flush_before_sleep(p);
+	flush_wakes_locked(p);
 	p->rd_wake_sent = false;
 	p->rd_sleepers++;
 	waitq_sleep(p, &p->rd_wait);
@@ -348,7 +353,7 @@ int pp__pipe_wait_writable(struct pp_pipe *p)
 {
 	if (spin_on(p, &p->tail, &p->rd_cpu) || !p->readers)
 		return 0;
-	flush_before_sleep(p);
+	flush_wakes_locked(p);
 	p->wr_wake_sent = false;
 	p->wr_sleepers++;
 	waitq_sleep(p, &p->wr_wait);
@@ -366,6 +371,15 @@ int pp__pipe_epipe(const struct pp_file *f)
 	if (!(pp__file_flags(f) & PP_O_NOSIGPIPE))
 		raise(SIGPIPE);
 	return -EPIPE;
+}
+
+/* Stored only when it changed, so the peer's cached copy stays valid. */
+static inline void note_cpu(int *where)
+{
+	int cpu = sched_getcpu();
+
+	if (__atomic_load_n(where, __ATOMIC_RELAXED) != cpu)
+		__atomic_store_n(where, cpu, __ATOMIC_RELAXED);
 }
 
 /*
@@ -391,7 +405,7 @@ int pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock)
 		sched_yield();
 	}
 locked:
-	__atomic_store_n(&p->rd_cpu, sched_getcpu(), __ATOMIC_RELAXED);
+	note_cpu(&p->rd_cpu);
 	return 0;
 }
 
@@ -417,7 +431,7 @@ int pp__pipe_lock_producer(struct pp_pipe *p, bool nonblock)
 		sched_yield();
 	}
 locked:
-	__atomic_store_n(&p->wr_cpu, sched_getcpu(), __ATOMIC_RELAXED);
+	note_cpu(&p->wr_cpu);
 	return 0;
 }
 
@@ -695,6 +709,7 @@ static ssize_t pipe_write_locked(struct pp_file *f, struct pp_pipe *p, struct io
 	while (left) {
 		struct pp_buf fill[PP_DEF_SLOTS];
 		unsigned int nfree, k, pushed;
+		bool small;
 
 		if (!p->readers) {
 			/* SIGPIPE even after a partial write, as Linux does. */
@@ -722,7 +737,14 @@ static ssize_t pipe_write_locked(struct pp_file *f, struct pp_pipe *p, struct io
 		nfree = p->max_usage - pp__pipe_occupancy(p);
 		k = (unsigned int)min_t(size_t, nfree, (left + psz - 1) / psz);
 		k = min_t(unsigned int, k, PP_WRITE_BATCH);
-		pp__pipe_unlock_quiet(p);
+		/*
+		 * A small write fills its one page under the lock: that copy
+		 * is shorter than a second trip through the lock the reader
+		 * is taking just as often.
+		 */
+		small = left <= PP_PIPE_BUF;
+		if (!small)
+			pp__pipe_unlock_quiet(p);
 
 		for (unsigned int i = 0; i < k; i++) {
 			size_t n = min_t(size_t, psz, left - (size_t)i * psz);
@@ -748,7 +770,8 @@ static ssize_t pipe_write_locked(struct pp_file *f, struct pp_pipe *p, struct io
 			};
 		}
 
-		pthread_mutex_lock(&p->mutex);
+		if (!small)
+			pthread_mutex_lock(&p->mutex);
 		if (!k) {
 			if (!ret)
 				ret = faulted ? -EFAULT : -ENOMEM;
@@ -922,9 +945,14 @@ int pp__pipe_release(struct pp_file *f)
 		p->readers--;
 	else
 		p->writers--;
-	/* Everyone blocked on either side must see EOF or EPIPE now. */
+	/*
+	 * Everyone blocked on either side must see EOF or EPIPE now.  The
+	 * wake-ups go out with the lock held: once we let go, the other end's
+	 * last close may free the pipe, futex words and all.
+	 */
 	pp__pipe_wake_readers(p);
 	pp__pipe_wake_writers(p);
+	flush_wakes_locked(p);
 	last = --p->files == 0;
 	pp__pipe_unlock(p);
 	if (last)
