@@ -47,8 +47,12 @@ void *pp__page_alloc(struct pp_pipe *p)
 
 	if (p) {
 		for (int i = 0; i < PP_TMP_PAGES; i++) {
-			void *page = atomic_exchange_explicit(&p->tmp_page[i], NULL,
-							      memory_order_acquire);
+			void *page;
+
+			/* A plain load first: a locked exchange per empty slot adds up. */
+			if (!atomic_load_explicit(&p->tmp_page[i], memory_order_relaxed))
+				continue;
+			page = atomic_exchange_explicit(&p->tmp_page[i], NULL, memory_order_acquire);
 			if (page) {
 				atomic_store_explicit(&page_hdr(page)->refs, 1, memory_order_relaxed);
 				return page;
@@ -70,6 +74,8 @@ void pp__page_free(struct pp_pipe *p, void *page)
 		for (int i = 0; i < PP_TMP_PAGES; i++) {
 			void *expect = NULL;
 
+			if (atomic_load_explicit(&p->tmp_page[i], memory_order_relaxed))
+				continue;
 			if (atomic_compare_exchange_strong_explicit(&p->tmp_page[i], &expect, page,
 								    memory_order_release,
 								    memory_order_relaxed))
@@ -106,7 +112,15 @@ bool pp__page_get(void *page)
 
 void pp__page_put(struct pp_pipe *p, void *page)
 {
-	if (atomic_fetch_sub_explicit(&page_hdr(page)->refs, 1, memory_order_acq_rel) == 1)
+	atomic_uint *refs = &page_hdr(page)->refs;
+
+	/*
+	 * The only reference is ours, so nobody can take another (only a
+	 * holder can): skip the locked decrement, the common case of a page
+	 * one pipe wrote and read.
+	 */
+	if (atomic_load_explicit(refs, memory_order_acquire) == 1 ||
+	    atomic_fetch_sub_explicit(refs, 1, memory_order_acq_rel) == 1)
 		pp__page_free(p, page);
 }
 
