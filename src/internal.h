@@ -249,6 +249,11 @@ struct pp_file {
 	int sock_type;			/* PP_KIND_SOCK: SOCK_STREAM... */
 	unsigned int fd_flags;		/* PP_FD_*: what pp_fdopen() learnt once */
 	struct pp__file_ref *fref;	/* PP_KIND_REG: the descriptor file buffers hold */
+	/*
+	 * PP_KIND_REG: the range the last readahead(2) covered.  A hint only:
+	 * threads racing on it cost an extra or a late readahead, nothing else.
+	 */
+	_Atomic off_t ra_start, ra_end;
 	void *private;			/* PP_KIND_USER */
 };
 
