@@ -268,10 +268,11 @@ static void flush_wakes_locked(struct pp_pipe *p)
  * data or frees a slot within microseconds, and a futex sleep plus a
  * cross-CPU wake-up costs tens of them (far more on a virtual machine,
  * where the idle CPU has to be woken by the host).  Spinning is pointless,
- * and is skipped, when the peer is asleep itself or last ran on our CPU:
- * then it cannot move until we stop.  The bound is in time, about what a
- * sleep and a wake-up cost, so a spin that fails is never much worse than
- * sleeping at once.
+ * and is skipped, when the peer last ran on our CPU: it cannot move until
+ * we stop.  (A peer counted as a sleeper is no reason to skip: it is most
+ * often one already woken and on its way.)  The bound is in time, about
+ * what a sleep and a wake-up cost, so a spin that fails is never much
+ * worse than sleeping at once.
  */
 #ifndef PP_SPIN_NS
 #define PP_SPIN_NS	20000
@@ -338,8 +339,13 @@ static bool spin_on(struct pp_pipe *p, const unsigned int *index, const int *pee
 
 int pp__pipe_wait_readable(struct pp_pipe *p)
 {
-	/* A last writer's close shows under the lock: re-checked by the caller. */
-	if (spin_on(p, &p->head, &p->wr_cpu) || !p->writers)
+	/*
+	 * The spin watched head only: a close, or a resize that moved the
+	 * slots, may have changed the answer meanwhile, and no wake-up is
+	 * owed to a thread that was not yet asleep.  Look again before
+	 * sleeping; the caller re-checks after any return.
+	 */
+	if (spin_on(p, &p->head, &p->wr_cpu) || !p->writers || !pp__pipe_empty(p))
 		return 0;
 	flush_wakes_locked(p);
 	p->rd_wake_sent = false;
@@ -351,7 +357,8 @@ int pp__pipe_wait_readable(struct pp_pipe *p)
 
 int pp__pipe_wait_writable(struct pp_pipe *p)
 {
-	if (spin_on(p, &p->tail, &p->rd_cpu) || !p->readers)
+	/* As above: a resize that grew the ring moves no index. */
+	if (spin_on(p, &p->tail, &p->rd_cpu) || !p->readers || !pp__pipe_full(p))
 		return 0;
 	flush_wakes_locked(p);
 	p->wr_wake_sent = false;
