@@ -141,10 +141,14 @@ install: lib $(TOOL) $(B)/lib$(NAME).pc
 	install -m 755 $(TOOL) $(DESTDIR)$(BINDIR)/pagepipe
 	for m in man/*.1; do [ -f "$$m" ] && install -m 644 $$m $(DESTDIR)$(MANDIR)/man1/ || true; done
 	for m in man/*.3; do [ -f "$$m" ] && install -m 644 $$m $(DESTDIR)$(MANDIR)/man3/ || true; done
+	sh man/aliases.sh $(DESTDIR)$(MANDIR)/man3 man/*.3
 
 uninstall:
 	rm -f $(DESTDIR)$(INCDIR)/pagepipe.h $(DESTDIR)$(LIBDIR)/lib$(NAME).* \
-		$(DESTDIR)$(PKGCONFIGDIR)/lib$(NAME).pc $(DESTDIR)$(BINDIR)/pagepipe
+		$(DESTDIR)$(PKGCONFIGDIR)/lib$(NAME).pc $(DESTDIR)$(BINDIR)/pagepipe \
+		$(DESTDIR)$(MANDIR)/man1/pagepipe.1
+	for m in man/*.3; do rm -f $(DESTDIR)$(MANDIR)/man3/$$(basename $$m); done
+	for n in $$(sh man/aliases.sh -l . man/*.3); do rm -f $(DESTDIR)$(MANDIR)/man3/$$n.3; done
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz

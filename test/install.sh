@@ -15,6 +15,16 @@ for f in usr/include/pagepipe.h usr/lib/libpagepipe.a usr/lib/libpagepipe.so \
 	 usr/lib/libpagepipe.so.0 usr/lib/pkgconfig/libpagepipe.pc usr/bin/pagepipe; do
 	[ -e "$dest/$f" ] || fail "missing $f"
 done
+# Every name a man page lists has a page: the extra names are .so links.
+[ -f "$dest/usr/share/man/man3/pp_read.3" ] || fail "missing man3/pp_read.3"
+[ "$(cat "$dest/usr/share/man/man3/pp_readv.3" 2>/dev/null)" = ".so man3/pp_read.3" ] ||
+	fail "man3/pp_readv.3 is not a link to pp_read.3"
+[ "$(cat "$dest/usr/share/man/man3/pp_close.3" 2>/dev/null)" = ".so man3/pp_pipe2.3" ] ||
+	fail "man3/pp_close.3 is not a link to pp_pipe2.3"
+if command -v man >/dev/null 2>&1; then
+	MANPATH="$dest/usr/share/man" man -P cat pp_writev 2>/dev/null | grep -q pp_writev ||
+		fail "man pp_writev does not show pp_write(3)"
+fi
 soname=$(readelf -d "$dest/usr/lib/libpagepipe.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
 [ "$soname" = libpagepipe.so.0 ] || fail "soname '$soname'"
 internal=$(nm -D --defined-only "$dest/usr/lib/libpagepipe.so" | awk '{print $3}' | sed 's/@.*//' | grep -v '^pp_[a-z]' | grep -v '^PAGEPIPE' || true)
