@@ -63,21 +63,6 @@ static void *blocker(void *arg)
 	return NULL;
 }
 
-static void wait_sleeping(struct pp_pipe *p, bool reader)
-{
-	for (int i = 0; i < 10000; i++) {
-		unsigned int n;
-
-		pthread_mutex_lock(&p->mutex);
-		n = reader ? p->rd_sleepers : p->wr_sleepers;
-		pthread_mutex_unlock(&p->mutex);
-		if (n)
-			return;
-		t_sleep_ms(1);
-	}
-	t_fail_at(__FILE__, __LINE__, "the other thread never blocked");
-}
-
 static void fill(struct pp_file *w)
 {
 	while (pp_write(w, big, 4096) == 4096)
@@ -136,7 +121,7 @@ static void run(enum op op, ssize_t want_ret, int want_err)
 		break;
 	}
 	ASSERT_EQ(pthread_create(&th, NULL, blocker, &j), 0);
-	wait_sleeping(waiter, reader);
+	t_wait_ring_sleeper(waiter, reader, 10);
 	pp_close(victim);
 	t_join(th, NULL, 10);
 	if (j.ret != want_ret || (want_ret < 0 && j.err != want_err))
@@ -174,7 +159,7 @@ static int test_blocked_write_partial(void)
 	t_sigpipe_count_start();
 	t_pipe2(j.a, PP_O_NOSIGPIPE);
 	ASSERT_EQ(pthread_create(&th, NULL, blocker, &j), 0);
-	wait_sleeping(j.a[0]->pipe, false);
+	t_wait_ring_sleeper(j.a[0]->pipe, false, 10);
 	ASSERT_EQ(pp_read(j.a[0], got, sizeof(got)), 4096);	/* room for one more page */
 	for (int i = 0, n = 0; n != 65536; i++) {		/* ...which the writer takes */
 		ASSERT_EQ(pp_ioctl(j.a[0], FIONREAD, &n), 0);
@@ -197,7 +182,7 @@ static int test_close_own_end_while_blocked(void)
 
 	t_pipe2(j.a, 0);
 	ASSERT_EQ(pthread_create(&th, NULL, blocker, &j), 0);
-	wait_sleeping(j.a[0]->pipe, true);
+	t_wait_ring_sleeper(j.a[0]->pipe, true, 10);
 	pp_close(j.a[0]);		/* only the "open" reference goes */
 	t_write_full(j.a[1], "late", 4);	/* the blocked read still gets it */
 	t_join(th, NULL, 10);
@@ -226,8 +211,8 @@ static int test_many_blocked(void)
 		ASSERT_EQ(pthread_create(&tr[i], NULL, blocker, &r[i]), 0);
 		ASSERT_EQ(pthread_create(&tw[i], NULL, blocker, &w[i]), 0);
 	}
-	wait_sleeping(a[0]->pipe, true);
-	wait_sleeping(b[0]->pipe, false);
+	t_wait_ring_sleeper(a[0]->pipe, true, 10);
+	t_wait_ring_sleeper(b[0]->pipe, false, 10);
 	t_sleep_ms(20);		/* let the rest reach their waits too (not required) */
 	pp_close(a[1]);
 	pp_close(b[0]);

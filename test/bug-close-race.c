@@ -33,21 +33,6 @@ static void *blocker(void *arg)
 	return NULL;
 }
 
-static void wait_sleeping(struct pp_pipe *p, bool reader)
-{
-	for (int i = 0; i < 20000; i++) {
-		unsigned int n;
-
-		pthread_mutex_lock(&p->mutex);
-		n = reader ? p->rd_sleepers : p->wr_sleepers;
-		pthread_mutex_unlock(&p->mutex);
-		if (n)
-			return;
-		sched_yield();
-	}
-	t_fail_at(__FILE__, __LINE__, "the other thread never blocked");
-}
-
 static void round_trip(bool reader)
 {
 	struct pp_file *e[2];
@@ -64,7 +49,7 @@ static void round_trip(bool reader)
 	}
 	j.end = reader ? e[0] : e[1];
 	ASSERT_EQ(pthread_create(&th, NULL, blocker, &j), 0);
-	wait_sleeping(j.end->pipe, reader);
+	t_wait_ring_sleeper(j.end->pipe, reader, 10);
 	ASSERT_EQ(pp_close(reader ? e[1] : e[0]), 0);
 	t_join_at(__FILE__, __LINE__, th, NULL, 10);
 	if (reader) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Description: shared test helpers. */
 #include "helpers.h"
+#include "internal.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -300,5 +301,29 @@ void t_wait_in_syscall_at(const char *file, int line, pid_t tid, long nr, int se
 			t_fail_at(file, line, "thread %d never blocked in system call %ld (%s)",
 				  (int)tid, nr, buf);
 		t_sleep_ms(1);
+	}
+}
+
+void t_wait_ring_sleeper_at(const char *file, int line, struct pp_pipe *p, bool reader,
+			    int seconds)
+{
+	long long deadline = t_now_ms() + 1000LL * seconds;
+
+	for (unsigned int i = 0;; i++) {
+		unsigned int n;
+
+		pthread_mutex_lock(&p->mutex);
+		n = reader ? p->rd_sleepers : p->wr_sleepers;
+		pthread_mutex_unlock(&p->mutex);
+		if (n)
+			return;
+		if (t_now_ms() > deadline)
+			t_fail_at(file, line, "nobody ever slept on the ring as a %s",
+				  reader ? "reader" : "writer");
+		/* Yield first: the other thread is usually a few microseconds away. */
+		if (i < 1000)
+			sched_yield();
+		else
+			t_sleep_ms(1);
 	}
 }

@@ -192,6 +192,17 @@ void t_wait_in_syscall_at(const char *file, int line, pid_t tid, long nr, int se
 #define t_wait_in_syscall(tid, nr, seconds) \
 	t_wait_in_syscall_at(__FILE__, __LINE__, (tid), (nr), (seconds))
 
+/*
+ * Wait until some thread sleeps on pagepipe p's ring as a reader (or a
+ * writer), by the pipe's sleeper counts; fails after seconds.  Unlike a
+ * timed sleep, this cannot pass before the other thread really waits.
+ */
+struct pp_pipe;
+void t_wait_ring_sleeper_at(const char *file, int line, struct pp_pipe *p, bool reader,
+			    int seconds);
+#define t_wait_ring_sleeper(p, reader, seconds) \
+	t_wait_ring_sleeper_at(__FILE__, __LINE__, (p), (reader), (seconds))
+
 /* Sleep for ms milliseconds: only to let another thread reach a wait. */
 void t_sleep_ms(int ms);
 

@@ -30,25 +30,6 @@ static void wait_calls(struct pp_file *f, unsigned n)
 	}
 }
 
-/* And until one of them sleeps on the ring (the others wait for its lock). */
-static void wait_sleeper(struct pp_file *f, bool reader)
-{
-	long long deadline = t_now_ms() + 10000;
-
-	for (;;) {
-		unsigned s;
-
-		pthread_mutex_lock(&f->pipe->mutex);
-		s = reader ? f->pipe->rd_sleepers : f->pipe->wr_sleepers;
-		pthread_mutex_unlock(&f->pipe->mutex);
-		if (s)
-			return;
-		if (t_now_ms() > deadline)
-			t_fail_at(__FILE__, __LINE__, "nobody ever slept on the ring");
-		t_sleep_ms(1);
-	}
-}
-
 struct call {
 	int kfd;
 	struct pp_file *pf;
@@ -99,7 +80,7 @@ static int test_last_writer_wakes_readers(void)
 		t_wait_in_syscall(atomic_load(&kc[i].tid), SYS_read, 10);
 	}
 	wait_calls(p[0], NTHREADS);
-	wait_sleeper(p[0], true);
+	t_wait_ring_sleeper(p[0]->pipe, true, 10);
 
 	ASSERT_EQ(close(k[1]), 0);
 	ASSERT_EQ(pp_close(p[1]), 0);
@@ -147,7 +128,7 @@ static int test_last_reader_wakes_writers(void)
 	for (int i = 0; i < NTHREADS; i++)
 		ASSERT_EQ(pthread_create(&pt[i], NULL, call_main, &pc[i]), 0);
 	wait_calls(p[1], NTHREADS);
-	wait_sleeper(p[1], false);
+	t_wait_ring_sleeper(p[1]->pipe, false, 10);
 	ASSERT_EQ(pp_close(p[0]), 0);
 	for (int i = 0; i < NTHREADS; i++)
 		t_join(pt[i], NULL, 10);
@@ -207,7 +188,7 @@ static int test_close_during_blocked_read(void)
 		t_wait_in_syscall(atomic_load(&kc.tid), SYS_read, 10);
 	}
 	wait_calls(p[0], 1);
-	wait_sleeper(p[0], true);
+	t_wait_ring_sleeper(p[0]->pipe, true, 10);
 
 	if (kernel_half)
 		ASSERT_EQ(close(k[0]), 0);
