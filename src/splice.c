@@ -76,6 +76,14 @@ static int splice_pos_init(struct splice_pos *sp, struct pp_file *f, off_t *off)
 	return 0;
 }
 
+/* rw_verify_area(): the count, and the end of the range, must fit a loff_t. */
+static int splice_pos_verify(const struct splice_pos *sp, size_t len)
+{
+	if ((ssize_t)len < 0 || (sp->ppos && sp->pos > (off_t)(LLONG_MAX - len)))
+		return -EINVAL;
+	return 0;
+}
+
 static void splice_pos_done(struct splice_pos *sp, struct pp_file *f, off_t *off, ssize_t ret)
 {
 	if (ret <= 0)
@@ -467,8 +475,9 @@ static ssize_t do_splice(struct pp_file *in, off_t *off_in, struct pp_file *out,
 			return err;
 		if (pp__file_flags(out) & O_APPEND)
 			return -EINVAL;
-		if ((ssize_t)len < 0 || (sp.ppos && sp.pos > (off_t)(LLONG_MAX - len)))
-			return -EINVAL;	/* rw_verify_area(WRITE) */
+		err = splice_pos_verify(&sp, len);
+		if (err)
+			return err;
 		if (!out->ops->splice_write)
 			return -EINVAL;
 		ret = splice_from_pipe(in, out, sp.ppos, len, flags);
@@ -479,8 +488,9 @@ static ssize_t do_splice(struct pp_file *in, off_t *off_in, struct pp_file *out,
 	err = splice_pos_init(&sp, in, off_in);
 	if (err)
 		return err;
-	if ((ssize_t)len < 0 || (sp.ppos && sp.pos > (off_t)(LLONG_MAX - len)))
-		return -EINVAL;	/* rw_verify_area(READ) */
+	err = splice_pos_verify(&sp, len);
+	if (err)
+		return err;
 	ret = splice_to_pipe(in, sp.ppos, out, len, flags);
 	splice_pos_done(&sp, in, off_in, ret);
 	return ret;

@@ -42,7 +42,6 @@ static size_t mapped_prefix(const void *addr, size_t len)
 	return len;
 }
 
-
 static int check_iov(const struct iovec *iov, unsigned long nr_segs)
 {
 	if (nr_segs > PP_IOV_MAX)
