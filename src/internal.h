@@ -92,6 +92,12 @@ struct pp_pipe {
 	 */
 	bool rd_wake_sent, wr_wake_sent;
 	unsigned int wake_pending;	/* PP_WAKE_*: broadcast once the ring lock is let go */
+	/*
+	 * The reader asleep in pp_read on an empty ring, offering its buffer
+	 * to the next write (pipe.c: "Direct handoff").  At most one: it
+	 * holds rd_mutex while it sleeps.
+	 */
+	struct pp__direct *direct;
 	unsigned int files;		/* ends still allocated; the pipe goes with the last */
 
 	/*

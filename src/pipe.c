@@ -263,16 +263,26 @@ static void flush_wakes_locked(struct pp_pipe *p)
 }
 
 /*
- * Spin before sleeping, the way the kernel's mutexes spin on an owner that
- * is running: when the peer is in a call on another CPU it usually adds
- * data or frees a slot within microseconds, and a futex sleep plus a
- * cross-CPU wake-up costs tens of them (far more on a virtual machine,
- * where the idle CPU has to be woken by the host).  Spinning is pointless,
- * and is skipped, when the peer last ran on our CPU: it cannot move until
- * we stop.  (A peer counted as a sleeper is no reason to skip: it is most
- * often one already woken and on its way.)  The bound is in time, about
- * what a sleep and a wake-up cost, so a spin that fails is never much
- * worse than sleeping at once.
+ * Before sleeping, wait a little with the lock dropped, the way the
+ * kernel's mutexes spin on an owner that is running.
+ *
+ * When the peer is in a call on another CPU it usually adds data or frees a
+ * slot within microseconds, and a futex sleep plus a cross-CPU wake-up
+ * costs tens of them (far more on a virtual machine, where the idle CPU has
+ * to be woken by the host): spin.
+ *
+ * When the peer last ran on our CPU it cannot move until we stop, so
+ * spinning is pointless: yield instead.  The peer runs, and we are not
+ * counted as a sleeper, so it owes us no futex wake-up; on a virtual
+ * machine a system call costs a microsecond, and a wake-up that preempts
+ * the waker costs a context switch per write on top.  This is the same
+ * bargain the kernel makes with a synchronous wake-up: the waker goes on
+ * until it blocks.
+ *
+ * (A peer counted as a sleeper is no reason not to wait: it is most often
+ * one already woken and on its way.)  Both are bounded in time, about what
+ * a sleep and a wake-up cost, so a wait that fails is never much worse than
+ * sleeping at once.
  */
 #ifndef PP_SPIN_NS
 #define PP_SPIN_NS	20000
@@ -297,7 +307,8 @@ static long long mono_ns(void)
 	return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static bool spin_worthwhile(const int *peer_cpu)
+/* True if the peer may be running only once we give up our CPU. */
+static bool peer_shares_cpu(const int *peer_cpu)
 {
 	int n = __atomic_load_n(&online_cpus, __ATOMIC_RELAXED);
 	int cpu;
@@ -307,58 +318,92 @@ static bool spin_worthwhile(const int *peer_cpu)
 		__atomic_store_n(&online_cpus, n > 0 ? n : 1, __ATOMIC_RELAXED);
 	}
 	if (n <= 1)
-		return false;
+		return true;
 	cpu = sched_getcpu();	/* rseq: a load, no system call */
-	return cpu < 0 || cpu != __atomic_load_n(peer_cpu, __ATOMIC_RELAXED);
+	return cpu >= 0 && cpu == __atomic_load_n(peer_cpu, __ATOMIC_RELAXED);
 }
 
 /*
- * Under mutex; returns with it held.  True if *index moved while we spun
- * with the lock dropped (the caller re-checks its condition), false if it
- * did not and the caller should sleep.
+ * A reader waiting on an empty ring offers its buffer to writers: see
+ * direct_handoff() below.  On the reader's stack, under mutex while it is
+ * p->direct; done is also watched without the lock.
  */
-static bool spin_on(struct pp_pipe *p, const unsigned int *index, const int *peer_cpu)
+struct iov_iter;
+
+struct pp__direct {
+	struct iov_iter *it;	/* the reader's buffer */
+	size_t want;		/* bytes it has room for */
+	size_t done;		/* bytes a writer put there */
+};
+
+static bool moved(const unsigned int *index, unsigned int seen, const struct pp__direct *d)
+{
+	return __atomic_load_n(index, __ATOMIC_ACQUIRE) != seen ||
+	       (d && __atomic_load_n(&d->done, __ATOMIC_ACQUIRE));
+}
+
+/*
+ * Under mutex; returns with it held.  True if *index moved or d was filled
+ * while we waited with the lock dropped (the caller re-checks its
+ * condition), false if neither happened and the caller should sleep.
+ */
+static bool wait_briefly(struct pp_pipe *p, const unsigned int *index, const int *peer_cpu,
+			 const struct pp__direct *d)
 {
 	unsigned int seen = *index;
+	bool yield = peer_shares_cpu(peer_cpu);
 	long long deadline;
-	bool moved = false;
+	bool done = false;
 
-	if (!spin_worthwhile(peer_cpu))
-		return false;
 	pp__pipe_unlock(p);
 	deadline = mono_ns() + PP_SPIN_NS;
 	do {
-		for (int i = 0; i < 64 && !moved; i++) {
-			moved = __atomic_load_n(index, __ATOMIC_RELAXED) != seen;
+		if (yield) {
+			sched_yield();
+			done = moved(index, seen, d);
+			continue;
+		}
+		for (int i = 0; i < 64 && !done; i++) {
+			done = moved(index, seen, d);
 			cpu_relax();
 		}
-	} while (!moved && mono_ns() < deadline);
+	} while (!done && mono_ns() < deadline);
 	pthread_mutex_lock(&p->mutex);
-	return moved || *index != seen;
+	return done || moved(index, seen, d);
+}
+
+/* Under mutex; d, if set, is offered to writers until we return. */
+static void wait_readable(struct pp_pipe *p, struct pp__direct *d)
+{
+	if (d)
+		p->direct = d;
+	/*
+	 * The brief wait watched head only: a close, or a resize that moved
+	 * the slots, may have changed the answer meanwhile, and no wake-up
+	 * is owed to a thread that was not yet asleep.  Look again before
+	 * sleeping; the caller re-checks after any return.
+	 */
+	if (!wait_briefly(p, &p->head, &p->wr_cpu, d) && p->writers && pp__pipe_empty(p)) {
+		flush_wakes_locked(p);
+		p->rd_wake_sent = false;
+		p->rd_sleepers++;
+		waitq_sleep(p, &p->rd_wait);
+		p->rd_sleepers--;
+	}
+	if (d && p->direct == d)
+		p->direct = NULL;	/* not taken: withdraw */
 }
 
 int pp__pipe_wait_readable(struct pp_pipe *p)
 {
-	/*
-	 * The spin watched head only: a close, or a resize that moved the
-	 * slots, may have changed the answer meanwhile, and no wake-up is
-	 * owed to a thread that was not yet asleep.  Look again before
-	 * sleeping; the caller re-checks after any return.
-	 */
-	if (spin_on(p, &p->head, &p->wr_cpu) || !p->writers || !pp__pipe_empty(p))
-		return 0;
-	flush_wakes_locked(p);
-	p->rd_wake_sent = false;
-	p->rd_sleepers++;
-	waitq_sleep(p, &p->rd_wait);
-	p->rd_sleepers--;
+	wait_readable(p, NULL);
 	return 0;
 }
 
 int pp__pipe_wait_writable(struct pp_pipe *p)
 {
 	/* As above: a resize that grew the ring moves no index. */
-	if (spin_on(p, &p->tail, &p->rd_cpu) || !p->readers || !pp__pipe_full(p))
+	if (wait_briefly(p, &p->tail, &p->rd_cpu, NULL) || !p->readers || !pp__pipe_full(p))
 		return 0;
 	flush_wakes_locked(p);
 	p->wr_wake_sent = false;
@@ -487,6 +532,73 @@ static size_t iter_copy_from(struct iov_iter *it, char *dst, size_t len)
 	return done;
 }
 
+/* True if the next len bytes lie in segments with a base (see iter_copy_from). */
+static bool iter_mapped(const struct iov_iter *it, size_t len)
+{
+	const struct iovec *iov = it->iov;
+	size_t off = it->off;
+
+	for (int nr = it->nr; len && nr; iov++, nr--, off = 0) {
+		size_t n = min_t(size_t, len, iov->iov_len - off);
+
+		if (n && !iov->iov_base)
+			return false;
+		len -= n;
+	}
+	return !len;
+}
+
+/* Both iterators hold at least len mapped bytes (iter_mapped). */
+static void iter_copy_iter(struct iov_iter *dst, struct iov_iter *src, size_t len)
+{
+	while (len) {
+		size_t n;
+
+		iter_skip_empty(dst);
+		iter_skip_empty(src);
+		n = min_t(size_t, len, dst->iov->iov_len - dst->off);
+		n = min_t(size_t, n, src->iov->iov_len - src->off);
+		memcpy((char *)dst->iov->iov_base + dst->off,
+		       (const char *)src->iov->iov_base + src->off, n);
+		dst->off += n;
+		src->off += n;
+		len -= n;
+	}
+}
+
+/*
+ * Direct handoff.  A reader that is about to sleep on an empty ring offers
+ * its buffer, and a write that finds it there copies straight into it: one
+ * copy instead of two, and on one CPU the write after it goes into the
+ * ring instead of waiting for the reader to run.
+ *
+ * What a caller can see stays what the kernel can give.  A write is handed
+ * over only whole, only when the ring is empty, and only when it would have
+ * fitted in the ring without waiting, so its count, its atomicity, its
+ * place in the byte order and whether it blocks are all as if it had gone
+ * into the ring and the reader had taken it at once, which the reader may
+ * always do.  Packets (O_DIRECT) always go through the ring.  The copy is
+ * made under the ring lock, which the reader needs to withdraw its offer;
+ * PP_DIRECT_MAX bounds how long that is.
+ */
+#define PP_DIRECT_MAX	(256u * 1024)
+
+/* Under mutex, from a non-packet writer with nothing written yet. */
+static bool direct_handoff(struct pp_pipe *p, struct iov_iter *src, size_t len)
+{
+	struct pp__direct *d = p->direct;
+
+	if (!d || !pp__pipe_empty(p) || len > d->want || len > PP_DIRECT_MAX ||
+	    len > (size_t)p->max_usage * pp__page_size ||
+	    !iter_mapped(src, len) || !iter_mapped(d->it, len))
+		return false;
+	iter_copy_iter(d->it, src, len);
+	__atomic_store_n(&d->done, len, __ATOMIC_RELEASE);
+	p->direct = NULL;
+	pp__pipe_wake_readers(p);
+	return true;
+}
+
 /*
  * Copy one buffer's bytes [off, off + len) into the iterator.  Memory the
  * iterator cannot take directly (a file buffer read by pread) goes straight
@@ -607,7 +719,14 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 				ret = -EAGAIN;
 				break;
 			}
-			pp__pipe_wait_readable(p);
+			{
+				struct pp__direct d = { .it = &it, .want = (size_t)total };
+
+				wait_readable(p, &d);
+				ret = (ssize_t)d.done;
+			}
+			if (ret == total)
+				break;
 			continue;
 		}
 
@@ -724,6 +843,11 @@ static ssize_t pipe_write_locked(struct pp_file *f, struct pp_pipe *p, struct io
 
 			if (!ret)
 				ret = e;
+			break;
+		}
+		/* Also after a wait: the reader may have drained the ring and slept. */
+		if (!ret && !packet && direct_handoff(p, it, total)) {
+			ret = (ssize_t)total;
 			break;
 		}
 		if (pp__pipe_full(p)) {
