@@ -378,10 +378,10 @@ static void wait_readable(struct pp_pipe *p, struct pp__direct *d)
 	if (d)
 		p->direct = d;
 	/*
-	 * The brief wait watched head only: a close, or a resize that moved
-	 * the slots, may have changed the answer meanwhile, and no wake-up
-	 * is owed to a thread that was not yet asleep.  Look again before
-	 * sleeping; the caller re-checks after any return.
+	 * The brief wait watched head and d only: a close, or a resize
+	 * that moved the slots, may have changed the answer meanwhile, and
+	 * no wake-up is owed to a thread that was not yet asleep.  Look
+	 * again before sleeping; the caller re-checks after any return.
 	 */
 	if (!wait_briefly(p, &p->head, &p->wr_cpu, d) && p->writers && pp__pipe_empty(p)) {
 		flush_wakes_locked(p);
@@ -567,10 +567,10 @@ static void iter_copy_iter(struct iov_iter *dst, struct iov_iter *src, size_t le
 }
 
 /*
- * Direct handoff.  A reader that is about to sleep on an empty ring offers
- * its buffer, and a write that finds it there copies straight into it: one
- * copy instead of two, and on one CPU the write after it goes into the
- * ring instead of waiting for the reader to run.
+ * Direct handoff.  A reader waiting on an empty ring (spinning, yielding or
+ * asleep) offers its buffer, and a write that finds it there copies
+ * straight into it: one copy instead of two, and on one CPU the write after
+ * it goes into the ring instead of waiting for the reader to run.
  *
  * What a caller can see stays what the kernel can give.  A write is handed
  * over only whole, only when the ring is empty, and only when it would have
