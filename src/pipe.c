@@ -572,31 +572,48 @@ static void iter_copy_iter(struct iov_iter *dst, struct iov_iter *src, size_t le
  * straight into it: one copy instead of two, and on one CPU the write after
  * it goes into the ring instead of waiting for the reader to run.
  *
- * What a caller can see stays what the kernel can give.  A write is handed
- * over only whole, only when the ring is empty, and only when it would have
- * fitted in the ring without waiting, so its count, its atomicity, its
- * place in the byte order and whether it blocks are all as if it had gone
- * into the ring and the reader had taken it at once, which the reader may
- * always do.  Packets (O_DIRECT) always go through the ring.  The copy is
- * made under the ring lock, which the reader needs to withdraw its offer;
- * PP_DIRECT_MAX bounds how long that is.
+ * What a caller can see stays what the kernel can give, because every
+ * handoff is as if the bytes had gone into the ring and the reader had
+ * taken them at once, which a reader may always do:
+ *
+ *  - only when the ring is empty, so the bytes keep their place in order;
+ *  - a write of at most PIPE_BUF only whole, so it stays atomic;
+ *  - from a non-blocking writer, only a whole write that would have fitted
+ *    in the ring, so its count and whether it gets EAGAIN are the kernel's;
+ *  - a blocking writer, whose count does not depend on how the reader
+ *    kept up, may hand over any part of a larger write;
+ *  - never packets (O_DIRECT): a read must end at a packet's end.
+ *
+ * The copy is made under the ring lock, which the reader needs to withdraw
+ * its offer; PP_DIRECT_MAX bounds how long that is.
  */
 #define PP_DIRECT_MAX	(256u * 1024)
 
-/* Under mutex, from a non-packet writer with nothing written yet. */
-static bool direct_handoff(struct pp_pipe *p, struct iov_iter *src, size_t len)
+/*
+ * Under mutex, from a non-packet writer at offset done of a write of total
+ * bytes; returns the bytes handed over, 0 if none.
+ */
+static size_t direct_handoff(struct pp_pipe *p, struct iov_iter *src, size_t done,
+			     size_t total, bool nonblock)
 {
 	struct pp__direct *d = p->direct;
+	size_t len = total - done;
 
-	if (!d || !pp__pipe_empty(p) || len > d->want || len > PP_DIRECT_MAX ||
-	    len > (size_t)p->max_usage * pp__page_size ||
-	    !iter_mapped(src, len) || !iter_mapped(d->it, len))
-		return false;
+	if (!d || !pp__pipe_empty(p))
+		return 0;
+	if (len > d->want || len > PP_DIRECT_MAX ||
+	    len > (size_t)p->max_usage * pp__page_size) {
+		if (nonblock || total <= PP_PIPE_BUF)
+			return 0;
+		len = min_t(size_t, len, min_t(size_t, d->want, PP_DIRECT_MAX));
+	}
+	if (!iter_mapped(src, len) || !iter_mapped(d->it, len))
+		return 0;
 	iter_copy_iter(d->it, src, len);
 	__atomic_store_n(&d->done, len, __ATOMIC_RELEASE);
 	p->direct = NULL;
 	pp__pipe_wake_readers(p);
-	return true;
+	return len;
 }
 
 /*
@@ -846,9 +863,15 @@ static ssize_t pipe_write_locked(struct pp_file *f, struct pp_pipe *p, struct io
 			break;
 		}
 		/* Also after a wait: the reader may have drained the ring and slept. */
-		if (!ret && !packet && direct_handoff(p, it, total)) {
-			ret = (ssize_t)total;
-			break;
+		if (!packet && p->direct) {
+			size_t n = direct_handoff(p, it, (size_t)ret, total, nonblock);
+
+			ret += (ssize_t)n;
+			left -= n;
+			if (!left)
+				break;
+			if (n)
+				continue;
 		}
 		if (pp__pipe_full(p)) {
 			if (nonblock) {
