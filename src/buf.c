@@ -10,9 +10,17 @@
  * reference: a page another pipe can still see is never handed to a writer.
  * The cache holds up to a default ring's worth of pages (Linux keeps two)
  * so that a reader freeing a batch does not send them back to malloc.
+ *
+ * Behind the pipe's cache sits a per-thread one: pages allocated with no
+ * pipe at hand (a descriptor read into fresh pages by splice_read, which
+ * sees only a buffer array) and pages a full pipe cache turns away.
+ * Without it a relay step that reads 64 pages from a socket and frees them
+ * after sending makes glibc trim its arena (one madvise per trim) and the
+ * next step fault every page in again.
  */
 #include "internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -41,9 +49,75 @@ static inline struct anon_page *page_hdr(void *page)
 	return (struct anon_page *)((char *)page - PAGE_HDR);
 }
 
+/* A socket read's worth (256 KiB of 4 KiB pages) per thread. */
+#define THREAD_PAGES	64
+
+struct thread_pages {
+	unsigned int nr;
+	void *page[THREAD_PAGES];
+};
+
+static __thread struct thread_pages thread_pages;
+static pthread_key_t thread_pages_key;
+static pthread_once_t thread_pages_once = PTHREAD_ONCE_INIT;
+static bool thread_pages_ok;
+
+/* Runs in the exiting thread, whose TLS is still there. */
+static void thread_pages_drain(void *arg)
+{
+	struct thread_pages *tp = arg;
+
+	while (tp->nr)
+		free(page_hdr(tp->page[--tp->nr]));
+}
+
+static void thread_pages_init(void)
+{
+	thread_pages_ok = pthread_key_create(&thread_pages_key, thread_pages_drain) == 0;
+}
+
+/* An unloaded library must leave no destructor behind (dlclose). */
+__attribute__((destructor)) static void thread_pages_fini(void)
+{
+	if (thread_pages_ok) {
+		pthread_key_delete(thread_pages_key);
+		thread_pages_ok = false;
+	}
+	thread_pages_drain(&thread_pages);
+}
+
+unsigned int pp__thread_page_count(void)
+{
+	return thread_pages.nr;
+}
+
+static void *thread_page_take(void)
+{
+	struct thread_pages *tp = &thread_pages;
+
+	return tp->nr ? tp->page[--tp->nr] : NULL;
+}
+
+static bool thread_page_keep(void *page)
+{
+	struct thread_pages *tp = &thread_pages;
+
+	if (tp->nr == THREAD_PAGES)
+		return false;
+	if (!tp->nr) {
+		/* The key's value only has to be non-NULL for the destructor to run. */
+		pthread_once(&thread_pages_once, thread_pages_init);
+		if (!thread_pages_ok || pthread_setspecific(thread_pages_key, tp))
+			return false;
+	}
+	tp->page[tp->nr++] = page;
+	return true;
+}
+
 void *pp__page_alloc(struct pp_pipe *p)
 {
 	struct anon_page *h;
+	void *cached;
 
 	if (p) {
 		for (int i = 0; i < PP_TMP_PAGES; i++) {
@@ -59,8 +133,14 @@ void *pp__page_alloc(struct pp_pipe *p)
 			}
 		}
 	}
+	/* Injected failures count every allocation the pipe cache misses. */
 	if (pp__fault(PP_FAULT_ALLOC))
 		return NULL;
+	cached = thread_page_take();
+	if (cached) {
+		atomic_store_explicit(&page_hdr(cached)->refs, 1, memory_order_relaxed);
+		return cached;
+	}
 	h = malloc(PAGE_HDR + pp__page_size);
 	if (!h)
 		return NULL;
@@ -82,7 +162,8 @@ void pp__page_free(struct pp_pipe *p, void *page)
 				return;
 		}
 	}
-	free(page_hdr(page));
+	if (!thread_page_keep(page))
+		free(page_hdr(page));
 }
 
 void pp__pipe_free_tmp_pages(struct pp_pipe *p)

@@ -409,6 +409,7 @@ void  pp__page_free(struct pp_pipe *p, void *page);	/* the caller held the only 
 bool  pp__page_get(void *page);
 void  pp__page_put(struct pp_pipe *p, void *page);
 bool  pp__page_only_ref(void *page);
+unsigned int pp__thread_page_count(void);	/* pages in this thread's cache (tests) */
 void  pp__pipe_free_tmp_pages(struct pp_pipe *p);
 extern unsigned int pp__page_ref_max;			/* tests lower it to reach the limit */
 
