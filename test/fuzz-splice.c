@@ -228,6 +228,14 @@ static bool agree(struct state *s, const struct obj *a, const struct obj *b, boo
 		if (b && b->stream != S_NONE && b->stream != S_NULL)
 			s->tainted[b->stream] = true;
 	}
+	/*
+	 * A pipe holding file pages holds references, not copies: once the
+	 * two files may differ, so may what those pipes read.
+	 */
+	if (s->tainted[S_FILE])
+		for (int i = 0; i < S_NR; i++)
+			if (s->file_pages[i])
+				s->tainted[i] = true;
 	return ok;
 }
 
@@ -254,7 +262,10 @@ static void op_splice(struct state *s, struct cursor *c)
 	/*
 	 * Pipe pages of the file written back into the same file: an
 	 * overlapping copy, whose result depends on the order the bytes are
-	 * copied in; both are right.
+	 * copied in; both are right.  The kernel copies page to page in
+	 * place (later bytes may read what earlier ones wrote); pagepipe
+	 * reads a run before it writes it (a memmove).  Every pipe holding
+	 * pages of the file then reads either result (agree() taints them).
 	 */
 	if (in->kind == K_PAGEPIPE && s->file_pages[in->stream] && out->kind == K_FILE)
 		agree(s, in, out, false);
