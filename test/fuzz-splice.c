@@ -483,6 +483,13 @@ static void op_fault(struct state *s, struct cursor *c)
 	long skip = u8(c) % 16, count = u8(c) % 4;
 	int err = errs[u8(c) % (sizeof(errs) / sizeof(errs[0]))];
 
+	/*
+	 * A signal interrupts a call now and then, never every time: the
+	 * library retries EINTR, so an endless one (count 0) would hang it.
+	 */
+	if (err == EINTR && !count)
+		count = 3;
+
 	if (!s->diff)
 		pp__fault_arm(site, skip, err, count);
 }
