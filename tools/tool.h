@@ -25,6 +25,11 @@
 
 /* The default size of the pagepipe each transfer stages its pages in. */
 #define STAGE_SIZE	(1u << 20)
+/*
+ * ... and when the input is a regular file: its pages are queued as
+ * references, which cost no memory, and each step is a few system calls.
+ */
+#define FILE_STAGE_SIZE	(8u << 20)
 /* The user-memory buffer of the read/write fallback. */
 #define COPY_BUF_SIZE	(128u << 10)
 

@@ -120,6 +120,12 @@ int xfer_init(struct xfer *x, int in_fd, int out_fd, size_t stage_size)
 	x->in_fd = in_fd;
 	x->out_fd = out_fd;
 	x->stage_size = stage_size ? stage_size : STAGE_SIZE;
+	if (x->stage_size == STAGE_SIZE) {
+		struct stat st;
+
+		if (fstat(in_fd, &st) == 0 && S_ISREG(st.st_mode))
+			x->stage_size = FILE_STAGE_SIZE;
+	}
 	x->path = xfer_best_path(in_fd, out_fd);
 	x->in = pp_fdopen(in_fd);
 	x->out = pp_fdopen(out_fd);
