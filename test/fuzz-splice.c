@@ -77,7 +77,7 @@ struct obj {
 struct state {
 	struct obj o[O_NR];
 	bool tainted[S_NR];
-	bool file_pages[S_NR];		/* a pagepipe that may hold pages of the file */
+	bool file_pages[S_NR];		/* a pipe (either kind) that may hold pages of the file */
 	bool diff;
 	unsigned int op;
 	unsigned int seq;
@@ -270,9 +270,10 @@ static void op_splice(struct state *s, struct cursor *c)
 	if (in->kind == K_PAGEPIPE && s->file_pages[in->stream] && out->kind == K_FILE)
 		agree(s, in, out, false);
 	cmp = agree(s, in, out, splice_ready);
-	if (in->kind == K_FILE && out->kind == K_PAGEPIPE)
+	/* A kernel pipe holds page-cache pages: a reference too. */
+	if (in->kind == K_FILE && is_pipe_kind(out->kind))
 		s->file_pages[out->stream] = true;
-	if (in->kind == K_PAGEPIPE && out->kind == K_PAGEPIPE && s->file_pages[in->stream])
+	if (is_pipe_kind(in->kind) && is_pipe_kind(out->kind) && s->file_pages[in->stream])
 		s->file_pages[out->stream] = true;
 	if (trace)
 		fprintf(stderr, "fuzz-splice: op %u: splice(%s, %s%lld, %s, %s%lld, %zu, 0x%x)\n", s->op,
@@ -302,7 +303,7 @@ static void op_tee(struct state *s, struct cursor *c)
 	      !(is_pipe_kind(in->kind) && is_pipe_kind(out->kind) && in->kind != out->kind);
 	if (!cmp)
 		agree(s, in, out, false);
-	if (in->kind == K_PAGEPIPE && out->kind == K_PAGEPIPE && s->file_pages[in->stream])
+	if (is_pipe_kind(in->kind) && is_pipe_kind(out->kind) && s->file_pages[in->stream])
 		s->file_pages[out->stream] = true;
 	if (trace)
 		fprintf(stderr, "fuzz-splice: op %u: tee(%s, %s, %zu, 0x%x)\n", s->op,
