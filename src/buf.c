@@ -5,7 +5,7 @@
  *
  * An anonymous page is library memory with a reference count in a small
  * header in front of it.  write() fills them; tee and partial pipe-to-pipe
- * splices share them.  A page goes back to its pipe's two-page cache
+ * splices share them.  A page goes back to its pipe's page cache
  * (tmp_page, as in fs/pipe.c) only when the releasing buffer held the only
  * reference: a page another pipe can still see is never handed to a writer.
  * The cache holds up to a default ring's worth of pages (Linux keeps two)
