@@ -52,7 +52,7 @@ EX_SRC    := $(sort $(wildcard examples/*.c))
 EXAMPLES  := $(EX_SRC:examples/%.c=$(B)/examples/%)
 TOOL_SRC  := $(sort $(wildcard tools/*.c))
 TOOL      := $(if $(TOOL_SRC),$(B)/pagepipe)
-HDRS      := include/pagepipe.h src/internal.h
+HDRS      := include/pagepipe.h $(wildcard src/*.h)
 
 STATIC    := $(B)/lib$(NAME).a
 SHARED    := $(B)/lib$(NAME).so.$(VERSION)
@@ -82,12 +82,12 @@ $(SHARED): $(LIB_PIC) src/pagepipe.map
 	$(Q)ln -sf lib$(NAME).so.$(VERSION) $(B)/lib$(NAME).so.$(SOVERSION)
 	$(Q)ln -sf lib$(NAME).so.$(SOVERSION) $(B)/lib$(NAME).so
 
-$(B)/test/helpers.o: test/helpers.c test/helpers.h include/pagepipe.h
+$(B)/test/helpers.o: test/helpers.c test/helpers.h $(HDRS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -Isrc -c -o $@ $<
 
 # Tests link the static library so that they can reach the pp__ test hooks.
-$(B)/test/%: test/%.c $(B)/test/helpers.o $(STATIC) test/helpers.h
+$(B)/test/%: test/%.c $(B)/test/helpers.o $(STATIC) test/helpers.h $(HDRS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")
 	$(Q)$(CC) $(CFLAGS) -Isrc -o $@ $< $(B)/test/helpers.o $(STATIC) $(LDFLAGS)

@@ -50,43 +50,6 @@ void pp__file_put(struct pp_file *f)
 	free(f);
 }
 
-/* The top of the user address space, as access_ok() knows it. */
-#if defined(__x86_64__)
-#define PP_TASK_SIZE	0x00007ffffffff000ull
-#elif defined(__aarch64__)
-#define PP_TASK_SIZE	(1ull << 48)
-#else
-#define PP_TASK_SIZE	UINTPTR_MAX
-#endif
-
-bool pp__access_ok(const void *addr, size_t len)
-{
-	uintptr_t a = (uintptr_t)addr;
-
-	return a + len >= a && a + len <= PP_TASK_SIZE;
-}
-
-ssize_t pp__iov_total(const struct iovec *iov, int iovcnt)
-{
-	size_t total = 0;
-
-	if (iovcnt < 0 || iovcnt > PP_IOV_MAX)
-		return -EINVAL;
-	if (iovcnt && !iov)
-		return -EFAULT;
-	for (int i = 0; i < iovcnt; i++) {
-		if (iov[i].iov_len > (size_t)SSIZE_MAX)
-			return -EINVAL;
-		/* access_ok() sees the length already cut to MAX_RW_COUNT. */
-		if (!pp__access_ok(iov[i].iov_base, min_t(size_t, iov[i].iov_len, PP_MAX_RW - total)))
-			return -EFAULT;
-		total += min_t(size_t, iov[i].iov_len, PP_MAX_RW);
-		if (total > PP_MAX_RW)
-			total = PP_MAX_RW;	/* longer transfers are short, as in Linux */
-	}
-	return (ssize_t)total;
-}
-
 PP_EXPORT int pp_close(struct pp_file *f)
 {
 	if (!f)
@@ -384,6 +347,35 @@ PP_EXPORT int pp_fcntl(struct pp_file *f, int cmd, ...)
 	return (int)pp__ret(r);
 }
 
+/* What the kernel answers for every descriptor before the file sees it. */
+static int do_ioctl(struct pp_file *f, unsigned long request, void *arg)
+{
+	switch (request) {
+	case FIOCLEX:
+		atomic_fetch_or(&f->flags, PP_FD_CLOEXEC_FLAG);
+		return 0;
+	case FIONCLEX:
+		atomic_fetch_and(&f->flags, ~PP_FD_CLOEXEC_FLAG);
+		return 0;
+	case FIONBIO:
+	case FIOASYNC:
+		if (!arg)
+			return -EFAULT;
+		if (*(int *)arg)
+			atomic_fetch_or(&f->flags, request == FIONBIO ? O_NONBLOCK : O_ASYNC);
+		else
+			atomic_fetch_and(&f->flags, ~(request == FIONBIO ? O_NONBLOCK : O_ASYNC));
+		return 0;
+	case FIONREAD:
+		if (!pp__is_pipe(f))
+			break;
+		if (!arg)
+			return -EFAULT;
+		return pp__pipe_fionread(f, arg);
+	}
+	return -ENOTTY;
+}
+
 PP_EXPORT int pp_ioctl(struct pp_file *f, unsigned long request, ...)
 {
 	void *arg;
@@ -398,34 +390,11 @@ PP_EXPORT int pp_ioctl(struct pp_file *f, unsigned long request, ...)
 		return (int)pp__ret(-EBADF);
 	if (f->fd >= 0)
 		return ioctl(f->fd, request, arg);
-	/* What the kernel answers for every descriptor before the file sees it. */
-	switch (request) {
-	case FIOCLEX:
-		atomic_fetch_or(&f->flags, PP_FD_CLOEXEC_FLAG);
-		return 0;
-	case FIONCLEX:
-		atomic_fetch_and(&f->flags, ~PP_FD_CLOEXEC_FLAG);
-		return 0;
-	case FIONBIO:
-	case FIOASYNC:
-		if (!arg)
-			return (int)pp__ret(-EFAULT);
-		if (*(int *)arg)
-			atomic_fetch_or(&f->flags, request == FIONBIO ? O_NONBLOCK : O_ASYNC);
-		else
-			atomic_fetch_and(&f->flags, ~(request == FIONBIO ? O_NONBLOCK : O_ASYNC));
-		return 0;
-	case FIONREAD:
-		if (!pp__is_pipe(f))
-			break;
-		if (!arg)
-			return (int)pp__ret(-EFAULT);
-		pp__file_get(f);
-		r = pp__pipe_fionread(f, arg);
-		pp__file_put(f);
-		return (int)pp__ret(r);
-	}
-	return (int)pp__ret(-ENOTTY);
+	/* The call holds the file, as the kernel's fdget does: see pp_poll(). */
+	pp__file_get(f);
+	r = do_ioctl(f, request, arg);
+	pp__file_put(f);
+	return (int)pp__ret(r);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -450,20 +419,41 @@ static long long now_ms(void)
  * checked directly; to sleep, their readiness descriptors join the OS
  * descriptors in one poll(2), and everything is checked again on waking.
  */
+static int do_poll(struct pp_pollfd *fds, nfds_t nfds, int timeout_ms);
+
+/*
+ * Each file keeps a reference for the whole poll, as Linux keeps the file
+ * alive through poll(2): a close in another thread meanwhile lets go of the
+ * end only when we return.
+ */
 PP_EXPORT int pp_poll(struct pp_pollfd *fds, nfds_t nfds, int timeout_ms)
 {
-	struct pollfd stack_kfds[64], *kfds = stack_kfds;
-	long long deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
 	int ret;
 
 	if (nfds > 0 && !fds)
 		return (int)pp__ret(-EFAULT);
 	if (nfds > (nfds_t)1 << 20)
 		return (int)pp__ret(-EINVAL);
+	for (nfds_t i = 0; i < nfds; i++)
+		if (fds[i].file)
+			pp__file_get(fds[i].file);
+	ret = do_poll(fds, nfds, timeout_ms);
+	for (nfds_t i = 0; i < nfds; i++)
+		if (fds[i].file)
+			pp__file_put(fds[i].file);
+	return (int)pp__ret(ret);
+}
+
+static int do_poll(struct pp_pollfd *fds, nfds_t nfds, int timeout_ms)
+{
+	struct pollfd stack_kfds[64], *kfds = stack_kfds;
+	long long deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	int ret;
+
 	if (nfds > 64) {
 		kfds = calloc(nfds, sizeof(*kfds));
 		if (!kfds)
-			return (int)pp__ret(-ENOMEM);
+			return -ENOMEM;
 	}
 
 	for (;;) {
@@ -503,10 +493,16 @@ PP_EXPORT int pp_poll(struct pp_pollfd *fds, nfds_t nfds, int timeout_ms)
 				short mine = pp__file_readable(f) ? (POLLIN | POLLRDNORM) : (POLLOUT | POLLWRNORM);
 				int efd = -1;
 
-				if (pp__is_pipe(f) && (fds[i].events & mine))
+				if (pp__is_pipe(f) && (fds[i].events & mine)) {
+					/* No descriptor to sleep on (EMFILE): fail, as poll(2) would. */
 					efd = pp__pipe_event_fd(f);
-				else
+					if (efd < 0) {
+						ret = efd;
+						goto out;
+					}
+				} else {
 					recheck = true;	/* only HUP/ERR can come: look again now and then */
+				}
 				kfds[nk] = (struct pollfd){ efd, efd >= 0 ? POLLIN : 0, 0 };
 			}
 			nk++;
@@ -568,7 +564,8 @@ PP_EXPORT int pp_poll(struct pp_pollfd *fds, nfds_t nfds, int timeout_ms)
 			break;
 		}
 	}
+out:
 	if (kfds != stack_kfds)
 		free(kfds);
-	return (int)pp__ret(ret);
+	return ret;
 }

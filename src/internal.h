@@ -25,7 +25,7 @@
 #define PP_EXPORT	__attribute__((visibility("default")))
 #define PP_PIPE_BUF	4096u		/* POSIX atomicity limit; not the page size */
 #define PP_DEF_SLOTS	16u		/* PIPE_DEF_BUFFERS */
-#define PP_TMP_PAGES	16		/* pages a pipe keeps for its writers */
+#define PP_TMP_PAGES	2		/* pages an idle pipe keeps for its writers, as Linux */
 #define PP_MAX_SIZE	(1ul << 31)	/* round_pipe_size() refuses larger sizes */
 #define PP_MAX_LIMIT	(1ul << 40)	/* pp_pipe_set_max_size(), pp_pipe_set_size() */
 #define PP_IOV_MAX	1024		/* UIO_MAXIOV */
@@ -41,186 +41,7 @@
 extern size_t pp__page_size;		/* set once by the library constructor */
 extern unsigned int pp__page_shift;
 
-/* -------------------------------------------------------------------------
- * The pipe.
- *
- * Three locks.  `mutex` (the ring lock) guards head, tail, the slots, the
- * counters and the wait queues; it is held for bookkeeping and for copies
- * of at most a page (a merge, a write of at most PIPE_BUF), never across a
- * system call that may block.  `rd_mutex`
- * serialises consumers (read, splice and tee out of the pipe) and is held
- * across the whole of one consuming call, copies and waits included, so a
- * consumer may work on a snapshot of the slots at the tail with the ring
- * lock dropped: only consumers advance the tail.  `wr_mutex` serialises
- * producers likewise, so a producer that counted the free slots may fill
- * that many without the ring lock: only producers advance the head.
- *
- * Lock order: the rd_mutex of the input, then the wr_mutex of the output,
- * then ring locks, two of them in address order (pp__pipe_double_lock).
- * A call that touches two pipes never waits while it holds the other
- * pipe's lock: it waits first, locks, and retries if the state changed
- * (the kernel's ipipe_prep/opipe_prep, which is what keeps two threads
- * splicing in opposite directions from deadlocking).
- */
-#define PP_CACHELINE	64
-
-struct pp_pipe {
-	/*
-	 * Shared by both sides, under mutex (the futex words and head/tail
-	 * are also read without it: see below).
-	 */
-	pthread_mutex_t mutex;
-	/*
-	 * Wait queues: a futex word each, bumped by every wake-up.  A waiter
-	 * reads it under mutex before it lets go, so a wake-up for a change
-	 * made after that cannot be lost.
-	 */
-	unsigned int rd_wait;		/* data, or no writers */
-	unsigned int wr_wait;		/* a free slot, or no readers */
-	unsigned int head;		/* free running: slot head & (ring_size - 1) */
-	unsigned int tail;
-	unsigned int ring_size;		/* a power of two */
-	unsigned int max_usage;		/* slots a producer may fill */
-	struct pp_buf *bufs;
-	unsigned int readers, writers;	/* open ends */
-	unsigned int rd_sleepers, wr_sleepers;
-	/*
-	 * A wake-up is on its way to every current sleeper: later changes
-	 * need not send another, which on one CPU would be a futex call per
-	 * write while the woken reader waits for its turn.  A new sleeper
-	 * clears it, since no wake-up sent so far is meant for it.
-	 */
-	bool rd_wake_sent, wr_wake_sent;
-	unsigned int wake_pending;	/* PP_WAKE_*: broadcast once the ring lock is let go */
-	/*
-	 * The reader asleep in pp_read on an empty ring, offering its buffer
-	 * to the next write (pipe.c: "Direct handoff").  At most one: it
-	 * holds rd_mutex while it sleeps.
-	 */
-	struct pp__direct *direct;
-	unsigned int files;		/* ends still allocated; the pipe goes with the last */
-
-	/*
-	 * What only the consumer side touches, then what only the producer
-	 * side touches, each on its own cache line: a writer taking its own
-	 * uncontended lock must not pull in the line the reader's lock is on.
-	 *
-	 * rd_cpu and wr_cpu are the CPU each side last took its lock on, or
-	 * -1: a waiter spins only while its peer may be running elsewhere.
-	 * Relaxed atomics, read without any lock; a stale value costs one
-	 * bounded spin, never correctness.
-	 */
-	_Alignas(PP_CACHELINE) pthread_mutex_t rd_mutex;
-	int rd_cpu;
-	struct pp__loan *loan;		/* the read loan in progress (zerocopy.c), under rd_mutex */
-
-	_Alignas(PP_CACHELINE) pthread_mutex_t wr_mutex;
-	int wr_cpu;
-
-	/* Pages kept for the next write: atomic, so producers need no lock. */
-	_Alignas(PP_CACHELINE) _Atomic(void *) tmp_page[PP_TMP_PAGES];
-
-	/* Readiness descriptors for event loops (pp_file_event_fd), under mutex. */
-	int rd_event_fd, wr_event_fd;
-	bool rd_event_on, wr_event_on;
-};
-
-/*
- * head and tail change only under mutex, but a waiter watches them with the
- * lock dropped while it spins (pp__pipe_wait_*), so every store is atomic.
- * Reads under mutex need no atomics.
- */
-static inline void pp__pipe_set_head(struct pp_pipe *p, unsigned int head)
-{
-	__atomic_store_n(&p->head, head, __ATOMIC_RELEASE);
-}
-
-static inline void pp__pipe_set_tail(struct pp_pipe *p, unsigned int tail)
-{
-	__atomic_store_n(&p->tail, tail, __ATOMIC_RELEASE);
-}
-
-static inline unsigned int pp__pipe_occupancy(const struct pp_pipe *p)
-{
-	return p->head - p->tail;
-}
-
-static inline bool pp__pipe_empty(const struct pp_pipe *p)
-{
-	return p->head == p->tail;
-}
-
-static inline bool pp__pipe_full(const struct pp_pipe *p)
-{
-	return pp__pipe_occupancy(p) >= p->max_usage;
-}
-
-static inline struct pp_buf *pp__pipe_buf(const struct pp_pipe *p, unsigned int slot)
-{
-	return &p->bufs[slot & (p->ring_size - 1)];
-}
-
-#define PP_WAKE_RD	0x1
-#define PP_WAKE_WR	0x2
-
-void pp__pipe_flush_wakes(struct pp_pipe *p, unsigned int wake);
-
-/*
- * Every ring unlock goes through here: wake-ups decided under the lock are
- * delivered after it is dropped, so a woken thread does not run straight
- * into the lock its waker still holds.
- */
-static inline void pp__pipe_unlock(struct pp_pipe *p)
-{
-	unsigned int wake = p->wake_pending;
-
-	p->wake_pending = 0;
-	pthread_mutex_unlock(&p->mutex);
-	if (wake)
-		pp__pipe_flush_wakes(p, wake);
-}
-
-/*
- * For a call that takes the lock again before it returns or sleeps: what
- * it owes stays pending until its last unlock (or its next sleep), as the
- * kernel's pipe_write wakes once per call.  Waking a peer per batch makes a
- * peer on the same CPU preempt us for one batch at a time; a peer spinning
- * on another CPU sees the index move without any wake-up at all.
- */
-static inline void pp__pipe_unlock_quiet(struct pp_pipe *p)
-{
-	pthread_mutex_unlock(&p->mutex);
-}
-
-void pp__pipe_double_lock(struct pp_pipe *a, struct pp_pipe *b);
-void pp__pipe_double_unlock(struct pp_pipe *a, struct pp_pipe *b);
-void pp__pipe_update_events(struct pp_pipe *p);	/* under mutex, after any change */
-void pp__pipe_wake_readers(struct pp_pipe *p);		/* under mutex; delivered at unlock */
-void pp__pipe_wake_writers(struct pp_pipe *p);		/* under mutex; delivered at unlock */
-int  pp__pipe_wait_readable(struct pp_pipe *p);	/* under mutex; 0 */
-int  pp__pipe_wait_writable(struct pp_pipe *p);	/* under mutex; 0 */
-
-/*
- * Publish one filled buffer at the head.  Under mutex, with a free slot.
- * The slot is filled whole before head moves, so a slot is occupied
- * exactly when its ops is set.
- */
-static inline void pp__pipe_push(struct pp_pipe *p, const struct pp_buf *buf)
-{
-	*pp__pipe_buf(p, p->head) = *buf;
-	pp__pipe_set_head(p, p->head + 1);
-}
-
-/*
- * Consumers (under mutex, holding rd_mutex): copy up to max slots from the
- * tail covering want bytes (stopping after a packet if packets), then, with
- * the lock dropped and retaken, consume what was used from the front.
- */
-unsigned int pp__pipe_snapshot(struct pp_pipe *p, struct pp_buf *snap, unsigned int max,
-			       size_t want, bool packets);
-unsigned int pp__pipe_consume(struct pp_pipe *p, size_t bytes, bool packets,
-			      struct pp_buf *dead, unsigned int max);
-void pp__pipe_release_bufs(struct pp_pipe *p, struct pp_buf *bufs, unsigned int n);
+#include "pipe.h"
 
 /* -------------------------------------------------------------------------
  * Files.
@@ -293,36 +114,6 @@ static inline void pp__file_get(struct pp_file *f)
 	atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
 }
 void pp__file_put(struct pp_file *f);
-
-/* Pipe ends. */
-extern const struct pp_file_ops pp__pipe_read_ops, pp__pipe_write_ops;
-ssize_t pp__pipe_readv(struct pp_file *f, const struct iovec *iov, int iovcnt);
-ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bool nonblock);
-ssize_t pp__pipe_writev(struct pp_file *f, const struct iovec *iov, int iovcnt);
-short   pp__pipe_poll(struct pp_file *f, short events);
-int     pp__pipe_release(struct pp_file *f);
-int     pp__pipe_fcntl(struct pp_file *f, int cmd, unsigned long arg);
-ssize_t pp__pipe_set_size(struct pp_pipe *p, unsigned long bytes);
-int     pp__pipe_fionread(struct pp_file *f, int *out);
-int     pp__pipe_event_fd(struct pp_file *f);
-ssize_t pp__pipe_add_buf(struct pp_file *f, const struct pp_buf *buf, unsigned int flags);
-bool    pp__pipe_nonblock(const struct pp_file *f, unsigned int splice_flags);
-/* EPIPE with SIGPIPE unless the end asked for none. */
-int     pp__pipe_epipe(const struct pp_file *f);
-
-/*
- * Producer and consumer serialisation (rd_mutex/wr_mutex).  A non-blocking
- * caller must not sleep on a peer that sleeps holding the lock: the trylock
- * variants return -EAGAIN when the peer waits on an empty (full) pipe.
- */
-int  pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock);
-void pp__pipe_unlock_consumer(struct pp_pipe *p);
-int  pp__pipe_lock_producer(struct pp_pipe *p, bool nonblock);
-void pp__pipe_unlock_producer(struct pp_pipe *p);
-
-/* Two-pipe calls wait with no lock held first (splice.c): 1 ready, 0 EOF, -errno. */
-int  pp__ipipe_prep(struct pp_pipe *ip, bool nonblock);
-int  pp__opipe_prep(struct pp_file *out, bool nonblock);
 
 /* OS descriptors. */
 extern const struct pp_file_ops pp__fd_ops;		/* generic pass-through */
@@ -452,6 +243,9 @@ long pp__fault_hits(enum pp_fault_site site);
  */
 static inline long pp__ret(long r)
 {
+	/* Every lock is let go by now: the handler may do anything (pipe.h). */
+	if (unlikely(pp__sigpipe_owed))
+		pp__raise_sigpipe();
 	if (unlikely(r < 0)) {
 		errno = (int)-r;
 		return -1;
@@ -466,5 +260,16 @@ static inline long pp__ret(long r)
  */
 ssize_t pp__iov_total(const struct iovec *iov, int iovcnt);
 bool pp__access_ok(const void *addr, size_t len);
+
+/* An iovec cursor (iov.c): the position equals the bytes consumed (CVE-2015-1805). */
+struct pp_iov_iter {
+	const struct iovec *iov;
+	int nr;
+	size_t off;		/* within iov[0] */
+};
+
+size_t  pp__iter_copy_from(struct pp_iov_iter *it, char *dst, size_t len);
+ssize_t pp__iter_copy_buf(struct pp_pipe *p, struct pp_buf *buf, size_t off, size_t len,
+			  struct pp_iov_iter *it);
 
 #endif /* PP_INTERNAL_H */

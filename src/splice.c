@@ -96,87 +96,81 @@ static void splice_pos_done(struct splice_pos *sp, struct pp_file *f, off_t *off
 
 /* ---------------------------------------------------------------------- */
 
-/* Under the producer lock and the ring lock: a free slot, or why not. */
-static int wait_for_space(struct pp_file *out, struct pp_pipe *p, bool nonblock)
+/*
+ * Publish what an endpoint produced, in order, with wr_mutex held.  The
+ * bytes are already taken from the source, so a producer that raced us to
+ * the room we counted is waited out rather than the data lost; only the
+ * last reader going drops them.  Returns the bytes published.
+ */
+static size_t publish(struct pp_file *out, struct pp_pipe *p, struct pp_buf *bufs, unsigned int n)
 {
-	for (;;) {
-		if (!p->readers)
-			return pp__pipe_epipe(out);
-		if (!pp__pipe_full(p))
-			return 0;
-		if (nonblock)
-			return -EAGAIN;
-		pp__pipe_wait_writable(p);
-	}
-}
+	size_t done = 0;
+	unsigned int i;
 
-/* Publish produced buffers; under the ring lock with the producer lock held. */
-static void publish(struct pp_file *out, struct pp_pipe *p, struct pp_buf *bufs, unsigned int n)
-{
-	for (unsigned int i = 0; i < n; i++) {
-		/*
-		 * We hold the producer lock, so only a shrinking resize can
-		 * have taken the room we counted; the data is already taken
-		 * from the source, so wait for room rather than lose it.
-		 */
-		while (pp__pipe_full(p) && p->readers)
-			pp__pipe_wait_writable(p);
-		if (!p->readers) {
-			pp__pipe_unlock(p);
-			pp__pipe_release_bufs(p, bufs + i, n - i);
-			pthread_mutex_lock(&p->mutex);
-			(void)out;
-			return;
+	for (i = 0; i < n; i++) {
+		if (!bufs[i].len) {
+			pp__buf_release(p, &bufs[i]);	/* never an empty slot */
+			continue;
 		}
+		while (p->head - pp__pipe_tail(p) >= p->max_usage && pp__pipe_readers(p)) {
+			pp__pipe_wake_readers(p);
+			pp__pipe_unlock_producer(p);
+			(void)pp__pipe_wait_room(out, false);
+			pp__pipe_lock_producer(p);
+		}
+		if (!pp__pipe_readers(p))
+			break;
 		/*
 		 * Only pp_write() makes mergeable buffers; whatever an
 		 * endpoint produced is not ours to append to (Dirty Pipe).
 		 */
 		bufs[i].flags &= ~PP_BUF_FLAG_CAN_MERGE;
 		pp__pipe_push(p, &bufs[i]);
+		done += bufs[i].len;
 	}
-	pp__pipe_wake_readers(p);
+	if (i < n) {
+		pp__pipe_unlock_producer(p);
+		pp__pipe_release_bufs(p, bufs + i, n - i);
+		pp__pipe_lock_producer(p);
+	}
+	if (done)
+		pp__pipe_wake_readers(p);
+	return done;
 }
 
+/*
+ * file -> pipe.  The source is read with no pipe lock held (it may block:
+ * an empty socket or kernel pipe), into at most as many buffers as the pipe
+ * had free slots, which are then published.
+ */
 static ssize_t splice_to_pipe(struct pp_file *in, off_t *ppos, struct pp_file *out,
 			      size_t len, unsigned int flags)
 {
 	struct pp_pipe *p = out->pipe;
 	bool nonblock = pp__pipe_nonblock(out, flags);
 	struct pp_buf bufs[SPLICE_BATCH];
+	unsigned int nfree;
 	ssize_t ret = 0;
 	int err;
 
-	err = pp__pipe_lock_producer(p, nonblock);
+	err = pp__pipe_wait_room(out, nonblock);
 	if (err)
 		return err;
-	pthread_mutex_lock(&p->mutex);
-	err = wait_for_space(out, p, nonblock);
-	if (err) {
-		pp__pipe_unlock(p);
-		pp__pipe_unlock_producer(p);
-		return err;
-	}
-	if (!in->ops->splice_read) {
-		pp__pipe_unlock(p);
-		pp__pipe_unlock_producer(p);
+	if (!in->ops->splice_read)
 		return -EINVAL;
-	}
 	/* Capped to the free slots, a page each, as in Linux. */
-	len = min_t(size_t, len, (size_t)(p->max_usage - pp__pipe_occupancy(p)) << pp__page_shift);
+	nfree = pp__pipe_max_usage(p) - pp__pipe_occupancy(p);
+	if ((int)nfree <= 0)
+		nfree = 1;	/* a resize or another producer raced us: publish() waits */
+	len = min_t(size_t, len, (size_t)nfree << pp__page_shift);
 	len = min_t(size_t, len, PP_MAX_RW);
 
-	while (len) {
-		unsigned int nfree = p->max_usage - pp__pipe_occupancy(p);
+	while (len && nfree) {
 		unsigned int nr = min_t(unsigned int, nfree, SPLICE_BATCH), n = 0;
-		ssize_t r;
 		size_t sum = 0;
+		ssize_t r;
 
-		if (!nr || !p->readers)
-			break;
-		pp__pipe_unlock(p);
 		r = in->ops->splice_read(in, ppos, bufs, nr, len, flags | (ret ? PP__SPLICE_NOWAIT : 0));
-		pthread_mutex_lock(&p->mutex);
 		if (r <= 0) {
 			if (!ret)
 				ret = r;
@@ -184,63 +178,59 @@ static ssize_t splice_to_pipe(struct pp_file *in, off_t *ppos, struct pp_file *o
 		}
 		while (sum < (size_t)r)
 			sum += bufs[n++].len;
+		pp__pipe_lock_producer(p);
 		publish(out, p, bufs, n);
+		pp__pipe_unlock_producer(p);
 		ret += r;
 		len -= (size_t)r;
-		if (n < nr)
+		nfree -= n;
+		if (n < nr || !pp__pipe_readers(p))
 			break;	/* the source had no more for now */
 	}
-	pp__pipe_unlock(p);
-	pp__pipe_unlock_producer(p);
 	return ret;
 }
 
 /*
- * Wait for data at the tail: 1 when there is some, 0 at EOF, or -errno.
- * Under the consumer lock and the ring lock.
+ * pipe -> file.  The consumer lock is held across the output's write, as
+ * Linux holds pipe->mutex there: the bytes a short write leaves must stay
+ * at the tail for the next consumer.
  */
-static int wait_for_data(struct pp_pipe *p, bool nonblock, bool some_done)
-{
-	while (pp__pipe_empty(p)) {
-		if (!p->writers || some_done)
-			return 0;
-		if (nonblock)
-			return -EAGAIN;
-		pp__pipe_wait_readable(p);
-	}
-	return 1;
-}
-
 static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *ppos,
 				size_t len, unsigned int flags)
 {
 	struct pp_pipe *p = in->pipe;
 	bool nonblock = pp__pipe_nonblock(in, flags);
-	struct pp_buf snap[SPLICE_BATCH], dead[SPLICE_BATCH];
+	struct pp_buf snap[SPLICE_BATCH];
+	struct pp__dead dead;
 	ssize_t ret = 0;
 	int err;
 
+	dead.nr = 0;
 	err = pp__pipe_lock_consumer(p, nonblock);
 	if (err)
 		return err;
-	pthread_mutex_lock(&p->mutex);
 	len = min_t(size_t, len, PP_MAX_RW);
 	while (len) {
-		unsigned int nr, ok = 0, ndead;
+		unsigned int nr, ok = 0;
 		unsigned int oflags = flags;
 		size_t avail = 0, drop = 0;
 		ssize_t r;
 
-		err = wait_for_data(p, nonblock, ret > 0);
-		if (err <= 0) {
-			if (!ret)
-				ret = err;
-			break;
+		if (p->tail == pp__pipe_head(p)) {
+			if (ret)
+				break;
+			pp__pipe_unlock_consumer(p);
+			err = pp__pipe_wait_data(p, nonblock);
+			if (err <= 0)
+				return err;
+			err = pp__pipe_lock_consumer(p, nonblock);
+			if (err)
+				return err;
+			continue;
 		}
 		nr = pp__pipe_snapshot(p, snap, SPLICE_BATCH, len, false);
-		if (pp__pipe_occupancy(p) > nr && len > 0)
+		if (pp__pipe_head(p) - p->tail > nr && len > 0)
 			oflags |= SPLICE_F_MORE;	/* more is queued: let sockets cork */
-		pp__pipe_unlock(p);
 
 		/* Confirm each buffer before its bytes are touched; stop at the first bad one. */
 		for (; ok < nr; ok++) {
@@ -248,6 +238,10 @@ static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *
 			if (err)
 				break;
 			avail += snap[ok].len;
+		}
+		if (!avail && ok == nr) {
+			pp__pipe_consume(p, 0, false, &dead);	/* only empty slots: retire them */
+			continue;
 		}
 		if (ok)
 			r = out->ops->splice_write(out, ppos, snap, ok, min_t(size_t, len, avail), oflags);
@@ -262,23 +256,8 @@ static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *
 				drop = snap[0].len;
 			r = 0;
 		}
-
-		pthread_mutex_lock(&p->mutex);
-		if (r > 0 || drop) {
-			bool was_full = pp__pipe_full(p);
-
-			ndead = pp__pipe_consume(p, (size_t)(r > 0 ? r : 0) + drop, false,
-						 dead, SPLICE_BATCH);
-			if (ndead) {
-				if (was_full || p->wr_sleepers)
-					pp__pipe_wake_writers(p);
-				else
-					pp__pipe_update_events(p);
-				pp__pipe_unlock(p);
-				pp__pipe_release_bufs(p, dead, ndead);
-				pthread_mutex_lock(&p->mutex);
-			}
-		}
+		if (r > 0 || drop)
+			pp__pipe_consume(p, (size_t)(r > 0 ? r : 0) + drop, false, &dead);
 		if (r <= 0) {
 			if (!ret)
 				ret = r;
@@ -288,60 +267,52 @@ static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *
 		len -= (size_t)r;
 		if ((size_t)r < min_t(size_t, len + (size_t)r, avail) || ok < nr)
 			break;	/* short write, or a bad buffer next */
+		if (dead.nr)
+			break;	/* buffers whose release may call out: let go first */
 	}
-	pp__pipe_unlock(p);
 	pp__pipe_unlock_consumer(p);
+	pp__pipe_release_dead(p, &dead);
 	return ret;
 }
 
 /* ---------------------------------------------------------------------- */
 
 /*
- * ipipe_prep/opipe_prep: wait for input data and output room holding no
- * lock of the other pipe (see internal.h: this is what keeps two threads
- * splicing in opposite directions from deadlocking).  1 ready, 0 EOF.
+ * Wait for input data and output room holding no lock at all (the kernel's
+ * ipipe_prep/opipe_prep): 1 ready, 0 input EOF, or -errno.  The output is
+ * checked even at input EOF, so EPIPE wins, as in Linux.
  */
-int pp__ipipe_prep(struct pp_pipe *ip, bool nonblock)
+int pp__pipe_prep_two(struct pp_file *in, struct pp_file *out, bool nonblock)
 {
-	int ret = 1;
+	int in_ready = pp__pipe_wait_data(in->pipe, nonblock);
+	int err;
 
-	pthread_mutex_lock(&ip->mutex);
-	while (pp__pipe_empty(ip)) {
-		if (!ip->writers) {
-			ret = 0;
-			break;
-		}
-		if (nonblock) {
-			ret = -EAGAIN;
-			break;
-		}
-		pp__pipe_wait_readable(ip);
-	}
-	pp__pipe_unlock(ip);
-	return ret;
+	if (in_ready < 0)
+		return in_ready;
+	err = pp__pipe_wait_room(out, nonblock);
+	if (err)
+		return err;
+	return in_ready;
 }
 
-int pp__opipe_prep(struct pp_file *out, bool nonblock)
+/*
+ * Both locks, input consumer first (pipe.h).  A non-blocking caller may
+ * find the input's consumer lock held by a read loan: EAGAIN.
+ */
+int pp__pipe_lock_two(struct pp_pipe *ip, struct pp_pipe *op, bool nonblock)
 {
-	struct pp_pipe *op = out->pipe;
-	int ret = 0;
+	int err = pp__pipe_lock_consumer(ip, nonblock);
 
-	pthread_mutex_lock(&op->mutex);
-	for (;;) {
-		if (!op->readers) {
-			ret = pp__pipe_epipe(out);
-			break;
-		}
-		if (!pp__pipe_full(op))
-			break;
-		if (nonblock) {
-			ret = -EAGAIN;
-			break;
-		}
-		pp__pipe_wait_writable(op);
-	}
-	pp__pipe_unlock(op);
-	return ret;
+	if (err)
+		return err;
+	pp__pipe_lock_producer(op);
+	return 0;
+}
+
+void pp__pipe_unlock_two(struct pp_pipe *ip, struct pp_pipe *op)
+{
+	pp__pipe_unlock_producer(op);
+	pp__pipe_unlock_consumer(ip);
 }
 
 static ssize_t splice_pipe_to_pipe(struct pp_file *in, struct pp_file *out, size_t len,
@@ -350,57 +321,56 @@ static ssize_t splice_pipe_to_pipe(struct pp_file *in, struct pp_file *out, size
 	struct pp_pipe *ip = in->pipe, *op = out->pipe;
 	bool nonblock = pp__pipe_nonblock(in, flags) || pp__pipe_nonblock(out, flags);
 	ssize_t ret;
-	int err, in_ready;
+	int err;
 
 retry:
 	ret = 0;
-	/* As splice_pipe_to_pipe: the output is checked even at input EOF. */
-	in_ready = pp__ipipe_prep(ip, nonblock);
-	if (in_ready < 0)
-		return in_ready;
-	err = pp__opipe_prep(out, nonblock);
+	err = pp__pipe_prep_two(in, out, nonblock);
+	if (err <= 0)
+		return err;
+	err = pp__pipe_lock_two(ip, op, nonblock);
 	if (err)
 		return err;
-	if (!in_ready)
-		return 0;
-
-	err = pp__pipe_lock_consumer(ip, nonblock);
-	if (err)
-		return err;
-	err = pp__pipe_lock_producer(op, nonblock);
-	if (err) {
-		pp__pipe_unlock_consumer(ip);
-		return err;
-	}
-	pp__pipe_double_lock(ip, op);
 	bool input_eof = false, consumed = false;
 
 	while (len) {
-		struct pp_buf *ibuf, *obuf;
+		unsigned int i_head = pp__pipe_head(ip);
+		struct pp_slot *islot;
+		struct pp_buf *ibuf, obuf;
 
-		if (!op->readers) {
+		if (!pp__pipe_readers(op)) {
 			if (!ret)
 				ret = pp__pipe_epipe(out);
 			break;
 		}
-		if (pp__pipe_empty(ip)) {
-			input_eof = !ip->writers;
+		if (ip->tail == i_head) {
+			input_eof = !pp__pipe_writers(ip) && ip->tail == pp__pipe_head(ip);
 			break;
 		}
-		if (pp__pipe_full(op))
+		if (op->head - pp__pipe_tail(op) >= op->max_usage)
 			break;
 
-		ibuf = pp__pipe_buf(ip, ip->tail);
-		obuf = pp__pipe_buf(op, op->head);
+		islot = pp__pipe_slot(ip, ip->tail);
+		pp__slot_sync(islot);
+		ibuf = &islot->buf;
 		if (len >= ibuf->len) {
-			/* Move the whole buffer: ownership moves, flags (CAN_MERGE too) with it. */
-			*obuf = *ibuf;
+			/*
+			 * Move the whole buffer: ownership moves, flags (CAN_MERGE
+			 * too) with it, once its writer can no longer append.
+			 */
+			if (!pp__slot_seal(islot))
+				continue;	/* it grew: look again */
+			obuf = *ibuf;
 			ibuf->ops = NULL;
-			pp__pipe_set_tail(ip, ip->tail + 1);
-			pp__pipe_set_head(op, op->head + 1);
-			ret += obuf->len;
-			len -= obuf->len;
+			__atomic_store_n(&ip->tail, ip->tail + 1, __ATOMIC_RELEASE);
 			consumed = true;
+			if (!obuf.len) {
+				pp__buf_release(ip, &obuf);
+				continue;
+			}
+			pp__pipe_push(op, &obuf);
+			ret += obuf.len;
+			len -= obuf.len;
 			continue;
 		}
 		/* Share it: the copy is a second reference, so never mergeable. */
@@ -409,22 +379,20 @@ retry:
 				ret = -EFAULT;
 			break;
 		}
-		*obuf = *ibuf;
-		obuf->flags &= ~(PP_BUF_FLAG_GIFT | PP_BUF_FLAG_CAN_MERGE);
-		obuf->len = (unsigned int)len;
+		obuf = *ibuf;
+		obuf.flags &= ~(PP_BUF_FLAG_GIFT | PP_BUF_FLAG_CAN_MERGE);
+		obuf.len = (unsigned int)len;
 		ibuf->offset += (unsigned int)len;
 		ibuf->len -= (unsigned int)len;
-		pp__pipe_set_head(op, op->head + 1);
+		pp__pipe_push(op, &obuf);
 		ret += (ssize_t)len;
 		len = 0;
 	}
+	pp__pipe_unlock_two(ip, op);
 	if (ret > 0)
 		pp__pipe_wake_readers(op);
 	if (consumed)
 		pp__pipe_wake_writers(ip);
-	pp__pipe_double_unlock(ip, op);
-	pp__pipe_unlock_producer(op);
-	pp__pipe_unlock_consumer(ip);
 
 	/* 0 means EOF; if we only lost a race, go round again. */
 	if (ret == 0 && !input_eof) {

@@ -11,46 +11,45 @@
  */
 #include "internal.h"
 
+/* With the input's consumer lock and the output's producer lock held. */
 static ssize_t link_pipe(struct pp_file *in, struct pp_file *out, size_t len, bool *eof)
 {
 	struct pp_pipe *ip = in->pipe, *op = out->pipe;
 	ssize_t ret = 0;
 
-	pp__pipe_double_lock(ip, op);
 	for (unsigned int i_tail = ip->tail; len; i_tail++) {
-		struct pp_buf *ibuf, *obuf;
+		struct pp_slot *islot;
+		struct pp_buf obuf;
 
-		if (!op->readers) {
+		if (!pp__pipe_readers(op)) {
 			if (!ret)
 				ret = pp__pipe_epipe(out);
 			break;
 		}
-		if (i_tail == ip->head) {
-			*eof = !ip->writers && ip->tail == ip->head;
+		if (i_tail == pp__pipe_head(ip)) {
+			*eof = !pp__pipe_writers(ip) && ip->tail == pp__pipe_head(ip);
 			break;
 		}
-		if (pp__pipe_full(op))
+		if (op->head - pp__pipe_tail(op) >= op->max_usage)
 			break;
-		ibuf = pp__pipe_buf(ip, i_tail);
-		if (!ibuf->len)
+		islot = pp__pipe_slot(ip, i_tail);
+		pp__slot_sync(islot);
+		if (!islot->buf.len)
 			continue;
-		if (!pp__buf_get(ip, ibuf)) {
+		if (!pp__buf_get(ip, &islot->buf)) {
 			if (!ret)
 				ret = -EFAULT;
 			break;
 		}
-		obuf = pp__pipe_buf(op, op->head);
-		*obuf = *ibuf;
-		obuf->flags &= ~(PP_BUF_FLAG_GIFT | PP_BUF_FLAG_CAN_MERGE);
-		if (obuf->len > len)
-			obuf->len = (unsigned int)len;
-		pp__pipe_set_head(op, op->head + 1);
-		ret += obuf->len;
-		len -= obuf->len;
+		/* The copy is fixed in length: later merges stay the input's. */
+		obuf = islot->buf;
+		obuf.flags &= ~(PP_BUF_FLAG_GIFT | PP_BUF_FLAG_CAN_MERGE);
+		if (obuf.len > len)
+			obuf.len = (unsigned int)len;
+		pp__pipe_push(op, &obuf);
+		ret += obuf.len;
+		len -= obuf.len;
 	}
-	if (ret > 0)
-		pp__pipe_wake_readers(op);
-	pp__pipe_double_unlock(ip, op);
 	return ret;
 }
 
@@ -69,28 +68,17 @@ static ssize_t do_tee(struct pp_file *in, struct pp_file *out, size_t len, unsig
 	for (;;) {
 		bool eof = false;
 
-		/* As do_tee: the output is checked even at input EOF, so EPIPE wins. */
-		int in_ready = pp__ipipe_prep(in->pipe, nonblock);
-
-		if (in_ready < 0)
-			return in_ready;
-		err = pp__opipe_prep(out, nonblock);
-		if (err)
+		err = pp__pipe_prep_two(in, out, nonblock);
+		if (err <= 0)
 			return err;
-		if (!in_ready)
-			return 0;
 		/* The consumer lock keeps the tail still while we walk it. */
-		err = pp__pipe_lock_consumer(in->pipe, nonblock);
+		err = pp__pipe_lock_two(in->pipe, out->pipe, nonblock);
 		if (err)
 			return err;
-		err = pp__pipe_lock_producer(out->pipe, nonblock);
-		if (err) {
-			pp__pipe_unlock_consumer(in->pipe);
-			return err;
-		}
 		ret = link_pipe(in, out, len, &eof);
-		pp__pipe_unlock_producer(out->pipe);
-		pp__pipe_unlock_consumer(in->pipe);
+		pp__pipe_unlock_two(in->pipe, out->pipe);
+		if (ret > 0)
+			pp__pipe_wake_readers(out->pipe);
 		if (ret || eof)
 			return ret;
 		if (nonblock)

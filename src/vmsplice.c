@@ -64,25 +64,21 @@ ssize_t pp__pipe_add_user(struct pp_file *f, const struct iovec *iov, unsigned l
 	const size_t psz = pp__page_size;
 	struct pp_pipe *p = f->pipe;
 	ssize_t ret = 0;
-	int err;
 
-	err = pp__pipe_lock_producer(p, nonblock);
-	if (err)
-		return err;
-	pthread_mutex_lock(&p->mutex);
+	pp__pipe_lock_producer(p);
 	/* Wait for room once, then fill what fits (vmsplice_to_pipe). */
 	for (;;) {
-		if (!p->readers) {
+		if (!pp__pipe_readers(p)) {
 			ret = pp__pipe_epipe(f);
 			goto out_unlock;
 		}
 		if (!pp__pipe_full(p))
 			break;
-		if (nonblock) {
-			ret = -EAGAIN;
+		pp__pipe_unlock_producer(p);
+		ret = pp__pipe_wait_room(f, nonblock);
+		pp__pipe_lock_producer(p);
+		if (ret)
 			goto out_unlock;
-		}
-		pp__pipe_wait_writable(p);
 	}
 
 	for (unsigned long i = 0; i < nr_segs && !pp__pipe_full(p); i++) {
@@ -119,7 +115,7 @@ ssize_t pp__pipe_add_user(struct pp_file *f, const struct iovec *iov, unsigned l
 			if (ref && !pp__buf_get(p, &buf)) {
 				if (!ret)
 					ret = -EFAULT;
-				goto out_wake;
+				goto out_unlock;
 			}
 			pp__pipe_push(p, &buf);
 			ret += (ssize_t)n;
@@ -129,12 +125,10 @@ ssize_t pp__pipe_add_user(struct pp_file *f, const struct iovec *iov, unsigned l
 		if (left || hole)
 			break;
 	}
-out_wake:
+out_unlock:
+	pp__pipe_unlock_producer(p);
 	if (ret > 0)
 		pp__pipe_wake_readers(p);
-out_unlock:
-	pp__pipe_unlock(p);
-	pp__pipe_unlock_producer(p);
 	return ret;
 }
 
@@ -165,9 +159,7 @@ static ssize_t do_vmsplice(struct pp_file *f, const struct iovec *iov, unsigned 
 	 * unless the read would not copy at all.  A NULL base is found at copy
 	 * time.
 	 */
-	pthread_mutex_lock(&f->pipe->mutex);
-	bool no_copy = pp__pipe_empty(f->pipe) && (nonblock || !f->pipe->writers);
-	pp__pipe_unlock(f->pipe);
+	bool no_copy = pp__pipe_empty(f->pipe) && (nonblock || !pp__pipe_writers(f->pipe));
 	for (unsigned long i = 0; i < nr_segs && !no_copy; i++) {
 		if (iov[i].iov_len && iov[i].iov_base &&
 		    mapped_prefix(iov[i].iov_base, iov[i].iov_len) < iov[i].iov_len)

@@ -20,6 +20,7 @@
 
 struct pp__loan {
 	bool active;
+	struct pp_file *owner;		/* the read end the loan was made on */
 	unsigned int nr;
 	size_t lent;
 	struct pp_buf snap[LOAN_MAX];
@@ -46,15 +47,21 @@ static void loan_unmap(struct pp_pipe *p, struct pp__loan *loan)
 	loan->active = false;
 }
 
+/*
+ * A buffer whose data is gone (ENODATA) is reported once and dropped, as
+ * pp_read() does, so that the next loan goes on to what follows.
+ */
 static ssize_t do_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t count)
 {
 	struct pp_pipe *p = f->pipe;
 	bool nonblock = pp__file_flags(f) & O_NONBLOCK;
 	struct pp__loan *loan;
+	struct pp__dead dead;
 	unsigned int nr, n = 0;
 	size_t lent = 0;
 	int err;
 
+	dead.nr = 0;
 	err = pp__pipe_lock_consumer(p, nonblock);
 	if (err)
 		return err;
@@ -67,26 +74,37 @@ static ssize_t do_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t 
 	}
 	loan = p->loan;
 
-	pthread_mutex_lock(&p->mutex);
-	while (pp__pipe_empty(p)) {
-		if (!p->writers || nonblock) {
-			err = p->writers ? -EAGAIN : 0;
-			pp__pipe_unlock(p);
+	for (;;) {
+		while (p->tail == pp__pipe_head(p)) {
 			pp__pipe_unlock_consumer(p);
-			return err;
+			err = pp__pipe_wait_data(p, nonblock);
+			if (err <= 0)
+				return err;
+			err = pp__pipe_lock_consumer(p, nonblock);
+			if (err)
+				return err;
 		}
-		pp__pipe_wait_readable(p);
+		nr = pp__pipe_snapshot(p, loan->snap,
+				       min_t(unsigned int, (unsigned int)iovcnt, LOAN_MAX), count, true);
+		/* Empty slots at the front: retire them and look again. */
+		while (n < nr && !loan->snap[n].len)
+			n++;
+		if (n == nr) {
+			pp__pipe_consume(p, 0, true, &dead);
+			n = 0;
+			continue;
+		}
+		break;
 	}
-	nr = pp__pipe_snapshot(p, loan->snap, min_t(unsigned int, (unsigned int)iovcnt, LOAN_MAX),
-			       count, true);
-	pp__pipe_unlock(p);
 
-	for (; n < nr && lent < count; n++) {
+	for (unsigned int k = 0; n < nr && lent < count; n++) {
 		struct pp_buf *buf = &loan->snap[n];
 		size_t len = min_t(size_t, buf->len, count - lent);
 		void *addr;
 
 		loan->mapped[n] = loan->scratch[n] = NULL;
+		if (!len)
+			continue;
 		err = pp__buf_confirm(p, buf);
 		if (err)
 			break;
@@ -117,7 +135,7 @@ static ssize_t do_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t 
 			}
 			addr = (char *)loan->mapped[n] + buf->offset;
 		}
-		iov[n] = (struct iovec){ addr, len };
+		iov[k++] = (struct iovec){ addr, len };
 		lent += len;
 		if (buf->flags & PP_BUF_FLAG_PACKET) {
 			n++;
@@ -128,10 +146,18 @@ static ssize_t do_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t 
 	loan->lent = lent;
 	if (!lent) {
 		loan_unmap(p, loan);
+		if (err == -ENODATA)
+			pp__pipe_consume(p, loan->snap[n].len, false, &dead);
 		pp__pipe_unlock_consumer(p);
+		pp__pipe_release_dead(p, &dead);
 		return err ? err : -EIO;
 	}
+	loan->owner = f;
+	p->loan_owner = pthread_self();
+	__atomic_store_n(&p->loan_active, true, __ATOMIC_RELEASE);
 	loan->active = true;
+	/* Zero-length slots ahead of the loan were retired before it. */
+	pp__pipe_release_dead(p, &dead);
 	return (ssize_t)lent;	/* the consumer lock stays held until pp_read_done() */
 }
 
@@ -160,31 +186,30 @@ PP_EXPORT ssize_t pp_read_lend(struct pp_file *f, struct iovec *iov, int iovcnt,
 
 PP_EXPORT int pp_read_done(struct pp_file *f, size_t consumed)
 {
-	struct pp_buf dead[LOAN_MAX];
+	struct pp__dead dead;
 	struct pp_pipe *p;
 	struct pp__loan *loan;
-	unsigned int ndead;
-	bool was_full;
 
 	if (!f)
 		return (int)pp__ret(-EBADF);
-	if (!pp__is_pipe(f) || !f->pipe->loan || !f->pipe->loan->active)
+	if (!pp__is_pipe(f))
 		return (int)pp__ret(-EINVAL);
+	if (!pp__file_readable(f))
+		return (int)pp__ret(-EBADF);	/* the write end has no loan to end */
 	p = f->pipe;
 	loan = p->loan;
+	if (!__atomic_load_n(&p->loan_active, __ATOMIC_ACQUIRE) || !loan || !loan->active ||
+	    loan->owner != f)
+		return (int)pp__ret(-EINVAL);
 	consumed = min_t(size_t, consumed, loan->lent);
 
-	pthread_mutex_lock(&p->mutex);
-	was_full = pp__pipe_full(p);
-	ndead = pp__pipe_consume(p, consumed, true, dead, LOAN_MAX);
-	if (ndead && (was_full || p->wr_sleepers))
-		pp__pipe_wake_writers(p);
-	else if (ndead)
-		pp__pipe_update_events(p);
-	pp__pipe_unlock(p);
+	dead.nr = 0;
+	pp__pipe_consume(p, consumed, true, &dead);
 	loan_unmap(p, loan);
-	pp__pipe_release_bufs(p, dead, ndead);
+	loan->owner = NULL;
+	__atomic_store_n(&p->loan_active, false, __ATOMIC_RELEASE);
 	pp__pipe_unlock_consumer(p);
+	pp__pipe_release_dead(p, &dead);
 	pp__file_put(f);
 	return 0;
 }

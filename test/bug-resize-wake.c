@@ -5,8 +5,8 @@
  * moves neither head nor tail, and wakes only threads already asleep, so a
  * waiter that spun on the tail alone and then went to sleep without
  * looking again slept with room in the pipe (until a reader came, here
- * never).  Each round waits until the writer holds the producer lock (it
- * is in the call), lets a random 0-30 us pass (the spin lasts up to 20 us)
+ * never).  Each round waits until the writer is in the call (it holds a
+ * reference on its end), lets a random 0-30 us pass (the spin lasts up to 20 us)
  * and grows the pipe; the write must then finish.
  */
 #include "helpers.h"
@@ -57,11 +57,9 @@ int main(void)
 		pthread_barrier_init(&j.go, NULL, 2);
 		ASSERT_EQ(pthread_create(&th, NULL, writer, &j), 0);
 		pthread_barrier_wait(&j.go);
-		/* In the call: the producer lock is taken. */
-		while (pthread_mutex_trylock(&e[1]->pipe->wr_mutex) == 0) {
-			pthread_mutex_unlock(&e[1]->pipe->wr_mutex);
+		/* In the call: it holds a reference on its end. */
+		while (atomic_load(&e[1]->refs) < 2)
 			sched_yield();
-		}
 		spin_us((long)(rand_r(&seed) % 31));
 		ASSERT_EQ(pp_fcntl(e[1], F_SETPIPE_SZ, 131072), 131072);
 		/* No reader ever reads: only the resize can let the write finish. */

@@ -312,9 +312,7 @@ void t_wait_ring_sleeper_at(const char *file, int line, struct pp_pipe *p, bool 
 	for (unsigned int i = 0;; i++) {
 		unsigned int n;
 
-		pthread_mutex_lock(&p->mutex);
-		n = reader ? p->rd_sleepers : p->wr_sleepers;
-		pthread_mutex_unlock(&p->mutex);
+		n = __atomic_load_n(reader ? &p->rd_sleepers : &p->wr_sleepers, __ATOMIC_SEQ_CST);
 		if (n)
 			return;
 		if (t_now_ms() > deadline)

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pipe.h - the pipe: its ring, its locks, its wait queues.  Included by
+ * internal.h; nothing outside src/ sees it.
+ *
+ * Locks, in the order they are taken:
+ *
+ *   rd_mutex  the consumer lock: one consumer at a time (read, readv,
+ *             vmsplice out, splice or tee out of the pipe, a read loan).
+ *             Only its holder moves tail or touches a slot's offset and
+ *             len once the slot is published.
+ *   wr_mutex  the producer lock: one producer at a time (write, writev,
+ *             vmsplice in, splice or tee into the pipe, pp_pipe_add_buf).
+ *             Only its holder moves head or fills a slot.
+ *   mutex     the ring lock: the open-end counts and the event fds.
+ *
+ * A call that needs two pipes takes the input's rd_mutex, then the
+ * output's wr_mutex; a resize takes both of its own pipe's, in that order;
+ * nothing takes a wr_mutex and then an rd_mutex, and no one holds two of a
+ * kind, so these locks cannot deadlock.  No side lock is held while
+ * waiting for data or room: waiting happens with no lock at all
+ * (pp__pipe_wait_data, pp__pipe_wait_room), which is what lets two threads
+ * splice in opposite directions while others read and write.  The one
+ * exception is the kernel's own: a consumer holds rd_mutex across the
+ * output endpoint's write (splice to a socket or a file), as Linux holds
+ * pipe->mutex there; and a read loan holds it until pp_read_done().
+ *
+ * So one reader and one writer share no lock: the writer publishes a slot
+ * with a release store of head, the reader takes it with an acquire load
+ * of head, and gives it back with a release store of tail that the
+ * writer's acquire load of tail sees before it reuses the slot.  The one
+ * slot both may touch at once is the last one, which the writer may extend
+ * (the merge rule) while the reader drains it: see struct pp_slot.
+ */
+#ifndef PP_PIPE_H
+#define PP_PIPE_H
+
+#define PP_CACHELINE	64
+
+struct pp_file;
+struct pp__loan;
+
+/*
+ * A ring slot: the buffer, and the word the merge rule turns on.
+ *
+ * `end` is 0 for a buffer nobody may append to.  For a mergeable one it is
+ * SLOT_MERGE | (offset + len as the producer last published it), and it is
+ * the only field of a published slot that the producer still writes:
+ *
+ *   producer (extend):  CAS end -> end | SLOT_WRITING   (acquire; fails once sealed)
+ *                       copy the new bytes past the old end
+ *                       store end + n                    (release: the bytes are visible)
+ *   consumer (sync):    load end (acquire), len = end - offset
+ *   consumer (seal):    CAS end -> end | SLOT_SEALED     only when offset == end
+ *
+ * A consumer frees or moves a drained mergeable slot only after sealing it,
+ * and a seal cannot succeed while SLOT_WRITING is set, so no writer ever
+ * copies into a page that has been let go (and recycled to some other
+ * pipe).  A failed seal means bytes arrived: the consumer syncs and reads
+ * on.  offset and len belong to the consumer once the slot is published.
+ */
+#define SLOT_MERGE	0x80000000u
+#define SLOT_SEALED	0x40000000u
+#define SLOT_WRITING	0x20000000u
+#define SLOT_END_MASK	0x1fffffffu
+
+struct pp_slot {
+	struct pp_buf buf;
+	unsigned int end;		/* atomic: see above */
+};
+
+struct pp_pipe {
+	/*
+	 * Read-mostly: changed only under both side locks (resize) or once.
+	 */
+	struct pp_slot *slots;
+	unsigned int ring_size;		/* a power of two */
+	unsigned int max_usage;		/* slots producers may fill; atomic loads */
+
+	/* The ring lock's fields. */
+	pthread_mutex_t mutex;
+	unsigned int readers, writers;	/* open ends; atomic, changed under mutex */
+	unsigned int files;		/* ends still allocated; the pipe goes with the last */
+	int rd_event_fd, wr_event_fd;	/* pp_file_event_fd(), under mutex */
+	bool rd_event_on, wr_event_on;
+	bool events;			/* atomic: an event fd exists, changes must update it */
+
+	/*
+	 * The consumer's line: its lock, tail, and the wait queue it sleeps
+	 * on.  rd_wait is a futex word bumped by each wake-up; rd_sleepers
+	 * counts the threads asleep on it, rd_woken says a wake-up is on its
+	 * way to them (so a writer on a busy pipe makes one system call, not
+	 * one per write, while the woken reader waits for its CPU).
+	 */
+	_Alignas(PP_CACHELINE) pthread_mutex_t rd_mutex;
+	unsigned int tail;		/* free running; release store by the consumer */
+	int rd_cpu;			/* where the consumer last ran: spin or yield */
+	struct pp__loan *loan;		/* the read loan in progress (zerocopy.c), under rd_mutex */
+	bool loan_active;		/* atomic: a loan holds rd_mutex */
+	pthread_t loan_owner;		/* the thread that holds it, while loan_active */
+	unsigned int rd_wait, rd_sleepers;
+	bool rd_woken;
+
+	/* The producer's line, likewise. */
+	_Alignas(PP_CACHELINE) pthread_mutex_t wr_mutex;
+	unsigned int head;		/* free running; release store by the producer */
+	int wr_cpu;
+	unsigned int wr_wait, wr_sleepers;
+	bool wr_woken;
+
+	/* Pages kept for the next write: atomic, so producers need no lock. */
+	_Alignas(PP_CACHELINE) _Atomic(void *) tmp_page[PP_TMP_PAGES];
+};
+
+static inline unsigned int pp__pipe_head(const struct pp_pipe *p)
+{
+	return __atomic_load_n(&p->head, __ATOMIC_ACQUIRE);
+}
+
+static inline unsigned int pp__pipe_tail(const struct pp_pipe *p)
+{
+	return __atomic_load_n(&p->tail, __ATOMIC_ACQUIRE);
+}
+
+static inline unsigned int pp__pipe_max_usage(const struct pp_pipe *p)
+{
+	return __atomic_load_n(&p->max_usage, __ATOMIC_RELAXED);
+}
+
+static inline unsigned int pp__pipe_readers(const struct pp_pipe *p)
+{
+	return __atomic_load_n(&p->readers, __ATOMIC_ACQUIRE);
+}
+
+static inline unsigned int pp__pipe_writers(const struct pp_pipe *p)
+{
+	return __atomic_load_n(&p->writers, __ATOMIC_ACQUIRE);
+}
+
+/* A glance without locks: exact for the side that holds its own lock. */
+static inline unsigned int pp__pipe_occupancy(const struct pp_pipe *p)
+{
+	return pp__pipe_head(p) - pp__pipe_tail(p);
+}
+
+static inline bool pp__pipe_empty(const struct pp_pipe *p)
+{
+	return pp__pipe_head(p) == pp__pipe_tail(p);
+}
+
+static inline bool pp__pipe_full(const struct pp_pipe *p)
+{
+	return pp__pipe_occupancy(p) >= pp__pipe_max_usage(p);
+}
+
+static inline struct pp_slot *pp__pipe_slot(const struct pp_pipe *p, unsigned int index)
+{
+	return &p->slots[index & (p->ring_size - 1)];
+}
+
+static inline struct pp_buf *pp__pipe_buf(const struct pp_pipe *p, unsigned int index)
+{
+	return &pp__pipe_slot(p, index)->buf;
+}
+
+/* Consumer: bring len up to what the producer has merged so far. */
+static inline void pp__slot_sync(struct pp_slot *s)
+{
+	unsigned int end = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
+
+	if (end & SLOT_MERGE)
+		s->buf.len = (end & SLOT_END_MASK) - s->buf.offset;
+}
+
+bool pp__slot_seal(struct pp_slot *s);
+
+/*
+ * Producer side (wr_mutex held, a free slot counted): fill the slot at head
+ * whole, merge word included, then publish it.
+ */
+static inline void pp__pipe_push(struct pp_pipe *p, const struct pp_buf *buf)
+{
+	unsigned int head = p->head;
+	struct pp_slot *s = pp__pipe_slot(p, head);
+
+	s->buf = *buf;
+	s->end = (buf->flags & PP_BUF_FLAG_CAN_MERGE) ? SLOT_MERGE | (buf->offset + buf->len) : 0;
+	/* Publishes the slot: pairs with the consumer's acquire load of head. */
+	__atomic_store_n(&p->head, head + 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Buffers a consumer took out of the ring, to be released once it holds no
+ * lock: a release may run a pp_write_ref() callback, which may use the
+ * pipe.  Anonymous pages are let go at once (their release calls nothing).
+ */
+#define PP_DEAD_MAX	64u
+
+struct pp__dead {
+	unsigned int nr;
+	struct pp_buf buf[PP_DEAD_MAX];
+};
+
+/*
+ * Consumers (rd_mutex held).  pp__pipe_snapshot copies up to max slots from
+ * the tail covering want bytes (stopping after a packet if packets);
+ * pp__pipe_consume takes `bytes` from the front, seals and retires emptied
+ * slots into dead, wakes producers; it stops early only when dead is full,
+ * and returns the bytes it took.  pp__pipe_release_dead runs after every
+ * lock is let go.
+ */
+unsigned int pp__pipe_snapshot(struct pp_pipe *p, struct pp_buf *snap, unsigned int max,
+			       size_t want, bool packets);
+size_t pp__pipe_consume(struct pp_pipe *p, size_t bytes, bool packets, struct pp__dead *dead);
+void pp__pipe_release_dead(struct pp_pipe *p, struct pp__dead *dead);
+void pp__pipe_release_bufs(struct pp_pipe *p, struct pp_buf *bufs, unsigned int n);
+
+/* wait.c: side locks, wait queues, wake-ups. */
+int  pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock);
+/*
+ * For FIONREAD and resize, which the holder of a read loan may call between
+ * pp_read_lend() and pp_read_done(): false if this thread holds it already.
+ */
+bool pp__pipe_lock_consumer_ctl(struct pp_pipe *p);
+void pp__pipe_unlock_consumer(struct pp_pipe *p);
+void pp__pipe_lock_producer(struct pp_pipe *p);
+void pp__pipe_unlock_producer(struct pp_pipe *p);
+/*
+ * Wait with no lock held.  wait_data: 1 data, 0 EOF (no writers), -EAGAIN.
+ * wait_room: 0 a free slot, -EPIPE (no readers; SIGPIPE is owed), -EAGAIN.
+ * Either may return early: the caller re-checks under its lock.
+ */
+int  pp__pipe_wait_data(struct pp_pipe *p, bool nonblock);
+int  pp__pipe_wait_room(struct pp_file *out, bool nonblock);
+/*
+ * Two-pipe calls (splice.c, tee.c): wait for input data and output room with
+ * no lock held (1 ready, 0 input EOF, -errno), then take the input's
+ * consumer lock and the output's producer lock, in that order.
+ */
+int  pp__pipe_prep_two(struct pp_file *in, struct pp_file *out, bool nonblock);
+int  pp__pipe_lock_two(struct pp_pipe *ip, struct pp_pipe *op, bool nonblock);
+void pp__pipe_unlock_two(struct pp_pipe *ip, struct pp_pipe *op);
+/* After publishing (readers) or freeing slots (writers); any lock or none. */
+void pp__pipe_wake_readers(struct pp_pipe *p);
+void pp__pipe_wake_writers(struct pp_pipe *p);
+/* Unconditional, for a close or a resize that changes what waiters wait for. */
+void pp__pipe_wake_all(struct pp_pipe *p);
+void pp__pipe_update_events(struct pp_pipe *p);		/* under mutex */
+
+/* Pipe ends (pipe.c, pipe_ctl.c). */
+extern const struct pp_file_ops pp__pipe_read_ops, pp__pipe_write_ops;
+ssize_t pp__pipe_readv(struct pp_file *f, const struct iovec *iov, int iovcnt);
+ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bool nonblock);
+ssize_t pp__pipe_writev(struct pp_file *f, const struct iovec *iov, int iovcnt);
+short   pp__pipe_poll(struct pp_file *f, short events);
+int     pp__pipe_release(struct pp_file *f);
+int     pp__pipe_fcntl(struct pp_file *f, int cmd, unsigned long arg);
+ssize_t pp__pipe_set_size(struct pp_pipe *p, unsigned long bytes);
+int     pp__pipe_fionread(struct pp_file *f, int *out);
+int     pp__pipe_event_fd(struct pp_file *f);
+ssize_t pp__pipe_add_buf(struct pp_file *f, const struct pp_buf *buf, unsigned int flags);
+bool    pp__pipe_nonblock(const struct pp_file *f, unsigned int splice_flags);
+/*
+ * -EPIPE, and SIGPIPE owed to the calling thread unless the end asked for
+ * none: it is raised by the public entry point after every lock is let go
+ * (pp__ret), so a handler may use the pipe or siglongjmp out.
+ */
+int     pp__pipe_epipe(const struct pp_file *f);
+extern __thread bool pp__sigpipe_owed;
+void    pp__raise_sigpipe(void);
+
+#endif /* PP_PIPE_H */

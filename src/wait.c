@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: MIT
+/*
+ * wait.c - the side locks, waiting for data or room, and waking up.
+ *
+ * Waiting happens with no pipe lock held.  A waiter first watches the index
+ * its peer moves (head for a reader, tail for a writer) for a few
+ * microseconds, then sleeps on a futex word.  The sleep cannot miss a
+ * wake-up, by the usual store-then-load pairing on both sides (all
+ * sequentially consistent):
+ *
+ *   sleeper:  sleepers++; woken = false; seq = load(wq); re-check; futex_wait(wq, seq)
+ *   waker:    store head (or tail, or an end count); fence; if (sleepers &&
+ *             !xchg(woken, true)) { wq++; futex_wake(wq) }
+ *
+ * Either the waker's load of sleepers sees the sleeper, or the sleeper's
+ * re-check sees the waker's store.  If the waker saw `woken` already set by
+ * an earlier wake-up, the sleeper's `woken = false` comes later in the
+ * single total order, after the waker's fence, so its re-check sees the
+ * store.  If the wake-up's wq++ comes before the sleeper's load of wq, that
+ * load (acquire, against the waker's seq_cst increment) sees the store too;
+ * if after, futex_wait finds wq changed or is woken.  `woken` keeps a writer
+ * on a busy pipe from making a futex call per write while the reader it
+ * already woke waits for a CPU.
+ */
+#include "internal.h"
+
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------------- */
+
+/* Stored only when it changed, so the peer's cached copy stays valid. */
+static inline void note_cpu(int *where)
+{
+	int cpu = sched_getcpu();
+
+	if (__atomic_load_n(where, __ATOMIC_RELAXED) != cpu)
+		__atomic_store_n(where, cpu, __ATOMIC_RELAXED);
+}
+
+/*
+ * No consumer holds rd_mutex while it waits, so a blocked lock is one that
+ * is copying and lets go soon, or one that writes to a slow output (as
+ * Linux holds pipe->mutex there), and a non-blocking reader waits for it as
+ * a non-blocking read(2) waits for pipe->mutex.  A read loan is different:
+ * it holds the lock until its owner says pp_read_done(), maybe never, so a
+ * non-blocking caller gets EAGAIN.
+ */
+int pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock)
+{
+	if (nonblock) {
+		while (pthread_mutex_trylock(&p->rd_mutex)) {
+			if (__atomic_load_n(&p->loan_active, __ATOMIC_ACQUIRE))
+				return -EAGAIN;
+			sched_yield();
+		}
+	} else {
+		pthread_mutex_lock(&p->rd_mutex);
+	}
+	note_cpu(&p->rd_cpu);
+	return 0;
+}
+
+bool pp__pipe_lock_consumer_ctl(struct pp_pipe *p)
+{
+	if (__atomic_load_n(&p->loan_active, __ATOMIC_ACQUIRE) &&
+	    pthread_equal(p->loan_owner, pthread_self()))
+		return false;
+	pp__pipe_lock_consumer(p, false);
+	return true;
+}
+
+void pp__pipe_unlock_consumer(struct pp_pipe *p)
+{
+	pthread_mutex_unlock(&p->rd_mutex);
+}
+
+/* Producers never hold wr_mutex across a wait or a system call. */
+void pp__pipe_lock_producer(struct pp_pipe *p)
+{
+	pthread_mutex_lock(&p->wr_mutex);
+	note_cpu(&p->wr_cpu);
+}
+
+void pp__pipe_unlock_producer(struct pp_pipe *p)
+{
+	pthread_mutex_unlock(&p->wr_mutex);
+}
+
+/* ---------------------------------------------------------------------- */
+
+__thread bool pp__sigpipe_owed;
+
+int pp__pipe_epipe(const struct pp_file *f)
+{
+	if (!(pp__file_flags(f) & PP_O_NOSIGPIPE))
+		pp__sigpipe_owed = true;
+	return -EPIPE;
+}
+
+void pp__raise_sigpipe(void)
+{
+	pp__sigpipe_owed = false;
+	raise(SIGPIPE);
+}
+
+bool pp__pipe_nonblock(const struct pp_file *f, unsigned int splice_flags)
+{
+	return (pp__file_flags(f) & O_NONBLOCK) || (splice_flags & SPLICE_F_NONBLOCK);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static void futex_wake_all(unsigned int *wq)
+{
+	__atomic_fetch_add(wq, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, wq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static void wake(unsigned int *wq, unsigned int *sleepers, bool *woken)
+{
+	/* Orders the caller's store of head, tail or an end count: see above. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(sleepers, __ATOMIC_SEQ_CST) &&
+	    !__atomic_exchange_n(woken, true, __ATOMIC_SEQ_CST))
+		futex_wake_all(wq);
+}
+
+static void update_events_if_any(struct pp_pipe *p)
+{
+	if (unlikely(__atomic_load_n(&p->events, __ATOMIC_ACQUIRE))) {
+		pthread_mutex_lock(&p->mutex);
+		pp__pipe_update_events(p);
+		pthread_mutex_unlock(&p->mutex);
+	}
+}
+
+void pp__pipe_wake_readers(struct pp_pipe *p)
+{
+	wake(&p->rd_wait, &p->rd_sleepers, &p->rd_woken);
+	update_events_if_any(p);
+}
+
+void pp__pipe_wake_writers(struct pp_pipe *p)
+{
+	wake(&p->wr_wait, &p->wr_sleepers, &p->wr_woken);
+	update_events_if_any(p);
+}
+
+void pp__pipe_wake_all(struct pp_pipe *p)
+{
+	futex_wake_all(&p->rd_wait);
+	futex_wake_all(&p->wr_wait);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Before sleeping, wait a little, the way the kernel's mutexes spin on an
+ * owner that is running.
+ *
+ * When the peer is in a call on another CPU it usually adds data or frees a
+ * slot within microseconds, and a futex sleep plus a cross-CPU wake-up
+ * costs tens of them (far more on a virtual machine, where the idle CPU has
+ * to be woken by the host): spin.
+ *
+ * When the peer last ran on our CPU it cannot move until we stop, so
+ * spinning is pointless: yield instead.  The peer runs, and we are not
+ * counted as a sleeper, so it owes us no futex wake-up.  Both are bounded
+ * in time, about what a sleep and a wake-up cost, so a wait that fails is
+ * never much worse than sleeping at once.
+ */
+#ifndef PP_SPIN_NS
+#define PP_SPIN_NS	20000
+#endif
+
+static int online_cpus;
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+static long long mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* True if the peer may be running only once we give up our CPU. */
+static bool peer_shares_cpu(const int *peer_cpu)
+{
+	int n = __atomic_load_n(&online_cpus, __ATOMIC_RELAXED);
+	int cpu;
+
+	if (!n) {
+		n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+		__atomic_store_n(&online_cpus, n > 0 ? n : 1, __ATOMIC_RELAXED);
+	}
+	if (n <= 1)
+		return true;
+	cpu = sched_getcpu();	/* rseq: a load, no system call */
+	return cpu >= 0 && cpu == __atomic_load_n(peer_cpu, __ATOMIC_RELAXED);
+}
+
+/*
+ * Spin or yield until ready(p) holds or the time is up; true if it holds.
+ * ready() is a handful of loads.
+ */
+static bool wait_briefly(struct pp_pipe *p, bool (*ready)(struct pp_pipe *), const int *peer_cpu)
+{
+	bool yield = peer_shares_cpu(peer_cpu);
+	long long deadline = mono_ns() + PP_SPIN_NS;
+
+	do {
+		if (yield) {
+			sched_yield();
+			if (ready(p))
+				return true;
+			continue;
+		}
+		for (int i = 0; i < 64; i++) {
+			if (ready(p))
+				return true;
+			cpu_relax();
+		}
+	} while (mono_ns() < deadline);
+	return ready(p);
+}
+
+static void sleep_on(struct pp_pipe *p, bool (*ready)(struct pp_pipe *), unsigned int *wq,
+		     unsigned int *sleepers, bool *woken)
+{
+	unsigned int seq;
+
+	__atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(woken, false, __ATOMIC_SEQ_CST);
+	seq = __atomic_load_n(wq, __ATOMIC_SEQ_CST);
+	if (!ready(p))
+		/* EAGAIN: woken since we read seq; EINTR: look again anyway. */
+		syscall(SYS_futex, wq, FUTEX_WAIT_PRIVATE, seq, NULL, NULL, 0);
+	__atomic_fetch_sub(sleepers, 1, __ATOMIC_SEQ_CST);
+}
+
+static bool readable(struct pp_pipe *p)
+{
+	return !pp__pipe_empty(p) || !pp__pipe_writers(p);
+}
+
+static bool writable(struct pp_pipe *p)
+{
+	return !pp__pipe_full(p) || !pp__pipe_readers(p);
+}
+
+int pp__pipe_wait_data(struct pp_pipe *p, bool nonblock)
+{
+	while (!readable(p)) {
+		if (nonblock)
+			return -EAGAIN;
+		if (!wait_briefly(p, readable, &p->wr_cpu))
+			sleep_on(p, readable, &p->rd_wait, &p->rd_sleepers, &p->rd_woken);
+	}
+	/* Data published before the last writer closed is still data. */
+	return pp__pipe_empty(p) ? 0 : 1;
+}
+
+int pp__pipe_wait_room(struct pp_file *out, bool nonblock)
+{
+	struct pp_pipe *p = out->pipe;
+
+	while (!writable(p)) {
+		if (nonblock)
+			return -EAGAIN;
+		if (!wait_briefly(p, writable, &p->rd_cpu))
+			sleep_on(p, writable, &p->wr_wait, &p->wr_sleepers, &p->wr_woken);
+	}
+	return pp__pipe_readers(p) ? 0 : pp__pipe_epipe(out);
+}
