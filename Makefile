@@ -57,7 +57,7 @@ HDRS      := include/pagepipe.h src/internal.h
 STATIC    := $(B)/lib$(NAME).a
 SHARED    := $(B)/lib$(NAME).so.$(VERSION)
 
-.PHONY: all lib tests benches examples tools check bench demo install uninstall clean stress fuzz valgrind
+.PHONY: all lib tests benches examples tools check bench demo install uninstall clean stress fuzz valgrind FORCE
 all: lib tools examples tests benches
 
 lib: $(STATIC) $(SHARED)
@@ -124,7 +124,15 @@ demo: $(TOOL) $(EXAMPLES)
 stress: $(B)/test/stress-threads
 	$(Q)PP_STRESS_SECONDS=$${PP_STRESS_SECONDS:-60} $(B)/test/stress-threads
 
-$(B)/lib$(NAME).pc: lib$(NAME).pc.in
+# The .pc file records PREFIX, LIBDIR and INCDIR, which a file's date cannot
+# tell apart: it depends on a file holding their values, rewritten only when
+# they change, so an install with other values never ships an old one.
+PC_VARS := $(PREFIX)|$(LIBDIR)|$(INCDIR)|$(VERSION)
+$(B)/pc-vars: FORCE
+	@mkdir -p $(@D)
+	$(Q)printf '%s\n' '$(PC_VARS)' | cmp -s - $@ || printf '%s\n' '$(PC_VARS)' > $@
+
+$(B)/lib$(NAME).pc: lib$(NAME).pc.in $(B)/pc-vars
 	@mkdir -p $(@D)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
 		-e 's|@VERSION@|$(VERSION)|' $< > $@
@@ -152,6 +160,8 @@ uninstall:
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
+
+FORCE:
 
 # Extra targets (fuzzing, valgrind...) live in mk/, one file per concern.
 -include $(sort $(wildcard mk/*.mk))
