@@ -48,7 +48,13 @@ TESTS     := $(TEST_SRC:test/%.c=$(B)/test/%)
 TEST_SH   := $(sort $(filter-out test/runtests.sh,$(wildcard test/*.sh)))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCHES   := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
-EX_SRC    := $(sort $(wildcard examples/*.c))
+# Examples named after an event-loop library (libuv-*.c, libevent-*.c) are
+# built only when pkg-config finds that library (Debian: libuv1-dev,
+# libevent-dev); their tests skip, saying so, when it does not.
+PKG_CONFIG ?= pkg-config
+EX_LOOPS  := $(foreach l,libuv libevent,$(if $(shell $(PKG_CONFIG) --exists $(l) 2>/dev/null && echo y),$(l)))
+EX_SRC    := $(sort $(filter-out $(foreach l,libuv libevent,examples/$(l)-%.c),$(wildcard examples/*.c)) \
+		    $(foreach l,$(EX_LOOPS),$(wildcard examples/$(l)-*.c)))
 EXAMPLES  := $(EX_SRC:examples/%.c=$(B)/examples/%)
 TOOL_SRC  := $(sort $(wildcard tools/*.c))
 TOOL      := $(if $(TOOL_SRC),$(B)/pagepipe)
@@ -100,6 +106,16 @@ $(B)/bench/%: bench/%.c $(STATIC) $(wildcard bench/*.h)
 $(B)/examples/%: examples/%.c $(STATIC)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS)
+
+$(B)/examples/libuv-%: examples/libuv-%.c $(STATIC)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $$($(PKG_CONFIG) --cflags libuv) -o $@ $< $(STATIC) \
+		$$($(PKG_CONFIG) --libs libuv) $(LDFLAGS)
+
+$(B)/examples/libevent-%: examples/libevent-%.c $(STATIC)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $$($(PKG_CONFIG) --cflags libevent) -o $@ $< $(STATIC) \
+		$$($(PKG_CONFIG) --libs libevent) $(LDFLAGS)
 
 $(B)/pagepipe: $(TOOL_SRC) $(STATIC) $(wildcard tools/*.h)
 	@mkdir -p $(@D)
