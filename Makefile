@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # pagepipe: GNU make.  `make`, `make check`, `make bench`, `make demo`,
-# `make install` (PREFIX, DESTDIR).  SAN=asan or SAN=tsan builds into
-# build-asan/ or build-tsan/.  V=1 shows the commands.
+# `make install` (PREFIX, LIBDIR, INCDIR, DESTDIR).  SAN=asan or SAN=tsan
+# builds into build-asan/ or build-tsan/.  V=1 shows the commands.
 
 NAME      := pagepipe
 VERSION   := 0.1.0
