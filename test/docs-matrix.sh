@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2016  # the backquotes are Markdown, matched literally
 # SPDX-License-Identifier: MIT
 # Description: docs/reliability.md's fault matrix names only what exists:
 # each row's test is a test/<name>.c (or .sh) and each sub-test it names is
