@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2016  # the backquotes are Markdown, matched literally
 # SPDX-License-Identifier: MIT
 # Description: docs/reliability.md's fault matrix names only what exists:
 # each row's test is a test/<name>.c (or .sh) and each sub-test it names is
@@ -8,6 +7,7 @@
 # test/.  The matrix is living, not a record of one run: no row carries a
 # commit id or a date, which belong to the dated log below it (and that log
 # may name code that is gone).
+# shellcheck disable=SC2016  # the backquotes are Markdown, matched literally
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 doc=$top/docs/reliability.md
