@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # pagepipe: GNU make.  `make`, `make check`, `make bench`, `make demo`,
-# `make install` (PREFIX, DESTDIR).  SAN=asan or SAN=tsan builds into
-# build-asan/ or build-tsan/.  V=1 shows the commands.
+# `make install` (PREFIX, LIBDIR, INCDIR, DESTDIR).  SAN=asan or SAN=tsan
+# builds into build-asan/ or build-tsan/.  V=1 shows the commands.
 
 NAME      := pagepipe
 VERSION   := 0.1.0
@@ -48,7 +48,13 @@ TESTS     := $(TEST_SRC:test/%.c=$(B)/test/%)
 TEST_SH   := $(sort $(filter-out test/runtests.sh,$(wildcard test/*.sh)))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCHES   := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
-EX_SRC    := $(sort $(wildcard examples/*.c))
+# Examples named after an event-loop library (libuv-*.c, libevent-*.c) are
+# built only when pkg-config finds that library (Debian: libuv1-dev,
+# libevent-dev); their tests skip, saying so, when it does not.
+PKG_CONFIG ?= pkg-config
+EX_LOOPS  := $(foreach l,libuv libevent,$(if $(shell $(PKG_CONFIG) --exists $(l) 2>/dev/null && echo y),$(l)))
+EX_SRC    := $(sort $(filter-out $(foreach l,libuv libevent,examples/$(l)-%.c),$(wildcard examples/*.c)) \
+		    $(foreach l,$(EX_LOOPS),$(wildcard examples/$(l)-*.c)))
 EXAMPLES  := $(EX_SRC:examples/%.c=$(B)/examples/%)
 TOOL_SRC  := $(sort $(wildcard tools/*.c))
 TOOL      := $(if $(TOOL_SRC),$(B)/pagepipe)
@@ -57,7 +63,7 @@ HDRS      := include/pagepipe.h $(wildcard src/*.h)
 STATIC    := $(B)/lib$(NAME).a
 SHARED    := $(B)/lib$(NAME).so.$(VERSION)
 
-.PHONY: all lib tests benches examples tools check bench demo install uninstall clean stress fuzz valgrind
+.PHONY: all lib tests benches examples tools check bench demo install uninstall clean stress fuzz valgrind FORCE
 all: lib tools examples tests benches
 
 lib: $(STATIC) $(SHARED)
@@ -101,6 +107,16 @@ $(B)/examples/%: examples/%.c $(STATIC)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS)
 
+$(B)/examples/libuv-%: examples/libuv-%.c $(STATIC)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $$($(PKG_CONFIG) --cflags libuv) -o $@ $< $(STATIC) \
+		$$($(PKG_CONFIG) --libs libuv) $(LDFLAGS)
+
+$(B)/examples/libevent-%: examples/libevent-%.c $(STATIC)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $$($(PKG_CONFIG) --cflags libevent) -o $@ $< $(STATIC) \
+		$$($(PKG_CONFIG) --libs libevent) $(LDFLAGS)
+
 $(B)/pagepipe: $(TOOL_SRC) $(STATIC) $(wildcard tools/*.h)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TOOL    $@")
@@ -124,7 +140,15 @@ demo: $(TOOL) $(EXAMPLES)
 stress: $(B)/test/stress-threads
 	$(Q)PP_STRESS_SECONDS=$${PP_STRESS_SECONDS:-60} $(B)/test/stress-threads
 
-$(B)/lib$(NAME).pc: lib$(NAME).pc.in
+# The .pc file records PREFIX, LIBDIR and INCDIR, which a file's date cannot
+# tell apart: it depends on a file holding their values, rewritten only when
+# they change, so an install with other values never ships an old one.
+PC_VARS := $(PREFIX)|$(LIBDIR)|$(INCDIR)|$(VERSION)
+$(B)/pc-vars: FORCE
+	@mkdir -p $(@D)
+	$(Q)printf '%s\n' '$(PC_VARS)' | cmp -s - $@ || printf '%s\n' '$(PC_VARS)' > $@
+
+$(B)/lib$(NAME).pc: lib$(NAME).pc.in $(B)/pc-vars
 	@mkdir -p $(@D)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
 		-e 's|@VERSION@|$(VERSION)|' $< > $@
@@ -152,6 +176,8 @@ uninstall:
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
+
+FORCE:
 
 # Extra targets (fuzzing, valgrind...) live in mk/, one file per concern.
 -include $(sort $(wildcard mk/*.mk))

@@ -97,9 +97,10 @@ int      pp_poll(struct pp_pollfd *fds, nfds_t nfds, int timeout_ms);
  * pp_pipe_set_size() is F_SETPIPE_SZ without the int: the size is rounded
  * up to a power-of-two number of pages and returned; -1 with EPERM above
  * the limit, EBUSY when the occupied slots do not fit, ENOMEM, EBADF for a
- * NULL file, EINVAL for a file that is not a pagepipe end.  F_SETPIPE_SZ
- * itself refuses sizes whose result an int cannot hold (above 1 GiB) with
- * EINVAL.
+ * NULL file, EINVAL above 2^40 or for a file that is not a pagepipe end.
+ * So the largest pagepipe is 2^40 bytes.  F_SETPIPE_SZ itself refuses
+ * sizes whose result an int cannot hold (above 1 GiB) with EINVAL, and
+ * F_GETPIPE_SZ reports a larger pipe as INT_MAX.
  */
 int      pp_pipe_set_max_size(size_t bytes);
 size_t   pp_pipe_get_max_size(void);

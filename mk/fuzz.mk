@@ -62,7 +62,7 @@ $(FZ)/fuzz-cli: test/fuzz-cli.c $(FUZZ_CLI_SRC) $(wildcard tools/*.h) $(FUZZ_LIB
 	$(Q)$(FUZZ_CC) $(FUZZ_ALL_CFLAGS) -Itools -fsanitize=fuzzer -o $@ \
 		test/fuzz-cli.c $(FUZZ_CLI_SRC) -Dmain=pagepipe_tool_main $(FUZZ_LIB) -pthread
 
-$(FZ)/fuzz-%: test/fuzz-%.c $(FUZZ_LIB)
+$(FZ)/fuzz-%: test/fuzz-%.c test/fuzz.h $(FUZZ_LIB)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_ALL_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB) -pthread

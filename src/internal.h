@@ -3,8 +3,9 @@
  * internal.h - what the library's files share and nothing outside sees.
  *
  * Error convention: every function here returns a count or 0 on success and
- * -errno on failure, and never touches errno.  The public entry points in
- * file.c are the one boundary that converts (pp__ret()).
+ * -errno on failure, and never touches errno.  pp__ret() below is the one
+ * boundary that converts: the PP_EXPORT entry points that mirror a system
+ * call return through it, in whichever file they live.
  */
 #ifndef PP_INTERNAL_H
 #define PP_INTERNAL_H

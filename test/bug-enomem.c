@@ -12,14 +12,6 @@
 #include "helpers.h"
 #include "internal.h"
 
-static int fionread(struct pp_file *f)
-{
-	int n = -1;
-
-	ASSERT_EQ(pp_ioctl(f, FIONREAD, &n), 0);
-	return n;
-}
-
 static int test_exhausted_everything(void)
 {
 	char path[64];
@@ -61,7 +53,7 @@ static int test_exhausted_everything(void)
 	ASSERT_EQ(off, 0);
 	ASSERT_ERRNO(pp_splice(sin, NULL, b[1], NULL, 1000, 0), ENOMEM);
 	ASSERT_ERRNO(pp_write_ref(b[1], src, 100, NULL, NULL), ENOMEM);
-	ASSERT_EQ(fionread(b[0]), 0);
+	ASSERT_EQ(t_fionread(b[0]), 0);
 
 	/* What needs no memory still works. */
 	ASSERT_EQ(pp_tee(a[0], b[1], 5, 0), 5);

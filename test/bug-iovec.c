@@ -16,14 +16,6 @@
 #define LEN	(8 * 4096)
 #define SEG	1000
 
-static int fionread(struct pp_file *f)
-{
-	int n = -1;
-
-	ASSERT_EQ(pp_ioctl(f, FIONREAD, &n), 0);
-	return n;
-}
-
 static int queue_file(struct pp_file *w, unsigned int seed)
 {
 	char path[64];
@@ -77,7 +69,7 @@ static void fail_after_segments(long skip)
 	ASSERT_TRUE(k < LEN);
 	ASSERT_EQ(t_check(dst, (size_t)k, 0, 7), 0);
 	check_untouched(dst + k, LEN - (size_t)k);
-	ASSERT_EQ(fionread(p[0]), LEN - k);	/* exactly k consumed */
+	ASSERT_EQ(t_fionread(p[0]), LEN - k);	/* exactly k consumed */
 
 	/* The next read starts at byte k (the fault is gone). */
 	memcpy(all, dst, (size_t)k);
@@ -125,7 +117,7 @@ static int test_error_not_swallowed(void)
 	ASSERT_EQ(n, 4096);
 	ASSERT_EQ(t_check(dst, 4096, 0, 8), 0);
 	/* 4096 bytes taken, and the failed buffer is not gone with them */
-	ASSERT_EQ(fionread(p[0]), LEN - 4096);
+	ASSERT_EQ(t_fionread(p[0]), LEN - 4096);
 	pp__fault_disarm_all();
 	n = pp_read(p[0], dst, LEN);
 	ASSERT_EQ(n, LEN - 4096);
@@ -183,7 +175,7 @@ static int test_confirm_fails_after_k(void)
 	ASSERT_MEM_EQ(dst, "good", 4);
 	check_untouched((unsigned char *)dst + 4, sizeof(dst) - 4);
 	/* the failure is not swallowed with the good bytes: the next read reports it */
-	ASSERT_EQ(fionread(p[0]), 8);
+	ASSERT_EQ(t_fionread(p[0]), 8);
 	ASSERT_ERRNO(pp_read(p[0], dst, sizeof(dst)), EIO);
 	check_untouched((unsigned char *)dst + 4, sizeof(dst) - 4);
 	pp_close(p[0]);
@@ -210,7 +202,7 @@ static int test_writev_fails_after_k(void)
 	k = pp_writev(p[1], iov, niov);
 	pp__fault_disarm_all();
 	ASSERT_EQ(k, 3 * 4096);
-	ASSERT_EQ(fionread(p[0]), k);
+	ASSERT_EQ(t_fionread(p[0]), k);
 	/* continue from byte k: find the segment and offset it falls in */
 	while (done < LEN - (size_t)k) {
 		ssize_t n = pp_write(p[1], src + k + done, LEN - (size_t)k - done);

@@ -14,14 +14,6 @@
 
 #define LIMIT	8
 
-static int fionread(struct pp_file *f)
-{
-	int n = -1;
-
-	ASSERT_EQ(pp_ioctl(f, FIONREAD, &n), 0);
-	return n;
-}
-
 /* tee one anonymous page into several pipes until the count refuses. */
 static int test_tee_anon_limit(void)
 {
@@ -43,10 +35,10 @@ static int test_tee_anon_limit(void)
 		}
 		ASSERT_EQ(n, -1);
 		ASSERT_EQ(errno, EFAULT);
-		ASSERT_EQ(fionread(b[i][0]), 0);	/* nothing half-queued */
+		ASSERT_EQ(t_fionread(b[i][0]), 0);	/* nothing half-queued */
 	}
 	ASSERT_EQ(ok, LIMIT - 1);	/* the writer's reference + 7 copies */
-	ASSERT_EQ(fionread(a[0]), (int)sizeof(src));
+	ASSERT_EQ(t_fionread(a[0]), (int)sizeof(src));
 
 	/* The same buffer teed repeatedly into ONE pipe: refused at the limit too. */
 	for (i = 0; i < ok; i++) {
@@ -68,7 +60,7 @@ static int test_tee_anon_limit(void)
 			ASSERT_LE(copies, LIMIT);
 		}
 		ASSERT_EQ(copies, LIMIT - 1);
-		ASSERT_EQ(fionread(b[0][0]), copies * (int)sizeof(src));
+		ASSERT_EQ(t_fionread(b[0][0]), copies * (int)sizeof(src));
 		for (int c = 0; c < copies; c++) {
 			ASSERT_EQ(pp_read(b[0][0], got, sizeof(got)), (ssize_t)sizeof(got));
 			ASSERT_MEM_EQ(got, src, sizeof(src));
@@ -79,7 +71,7 @@ static int test_tee_anon_limit(void)
 	for (i = 1; i < LIMIT; i++)
 		ASSERT_EQ(pp_tee(a[0], b[i][1], sizeof(src), 0), (ssize_t)sizeof(src));
 	ASSERT_ERRNO(pp_splice(a[0], NULL, b[LIMIT][1], NULL, 10, 0), EFAULT);
-	ASSERT_EQ(fionread(a[0]), (int)sizeof(src));
+	ASSERT_EQ(t_fionread(a[0]), (int)sizeof(src));
 	/* A whole-buffer move takes no reference: still allowed. */
 	ASSERT_EQ(pp_splice(a[0], NULL, b[LIMIT][1], NULL, sizeof(src), 0), (ssize_t)sizeof(src));
 	ASSERT_EQ(pp_read(b[LIMIT][0], got, sizeof(got)), (ssize_t)sizeof(got));
@@ -149,8 +141,8 @@ static int test_file_buffers_limit(void)
 	ASSERT_EQ(off, 7 * 4096);	/* a refused splice moves no offset */
 	ASSERT_EQ(lseek(fd, 0, SEEK_CUR), 0);
 	ASSERT_ERRNO(pp_tee(a[0], b[1], 4096, 0), EFAULT);
-	ASSERT_EQ(fionread(b[0]), 0);
-	ASSERT_EQ(fionread(a[0]), 7 * 4096);
+	ASSERT_EQ(t_fionread(b[0]), 0);
+	ASSERT_EQ(t_fionread(a[0]), 7 * 4096);
 
 	/* Consume one buffer: one reference free, one tee succeeds. */
 	ASSERT_EQ(pp_read(a[0], got, 4096), 4096);
@@ -236,7 +228,7 @@ static int test_write_ref_limit(void)
 	/* The caller's reference went when pp_write_ref returned: one more fits. */
 	ASSERT_EQ(pp_tee(a[0], b[1], 4096, 0), 4096);
 	ASSERT_ERRNO(pp_tee(a[0], b[1], 4096, 0), EFAULT);
-	ASSERT_EQ(fionread(b[0]), 4096);
+	ASSERT_EQ(t_fionread(b[0]), 4096);
 	ASSERT_EQ(releases, 0);
 	ASSERT_EQ(pp_read(a[0], got, sizeof(got)), n);
 	ASSERT_MEM_EQ(got, src, (size_t)n);

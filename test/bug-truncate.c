@@ -31,14 +31,6 @@ static void catch_sigbus(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-static int fionread(struct pp_file *f)
-{
-	int n = -1;
-
-	ASSERT_EQ(pp_ioctl(f, FIONREAD, &n), 0);
-	return n;
-}
-
 /*
  * Bytes [off, off + n) of got against the file's pattern.  With a racing
  * truncator (cut: the size it set, or -1), a zero at or past that size is
@@ -121,7 +113,7 @@ static int test_truncate_to_zero(void)
 	}
 	ASSERT_EQ(drain_check(p[0], 4096, 1, 0, &nodata, NULL), 0);
 	ASSERT_EQ(nodata, 2);
-	ASSERT_EQ(fionread(p[0]), 0);
+	ASSERT_EQ(t_fionread(p[0]), 0);
 	/* The pipe is usable afterwards. */
 	t_write_full(p[1], "ok", 2);
 	{
@@ -158,7 +150,7 @@ static int test_truncate_mid_page(void)
 	ASSERT_LE(n, 6000);
 	ASSERT_EQ(t_check(got, (size_t)n, 1000, 2), 0);
 	drain_check(p[0], 1000 + n, 2, 7000, &nodata, NULL);
-	ASSERT_EQ(fionread(p[0]), 0);
+	ASSERT_EQ(t_fionread(p[0]), 0);
 	pp_close(in);
 	pp_close(p[0]);
 	pp_close(p[1]);
@@ -200,7 +192,7 @@ static int test_truncate_then_splice_out(void)
 		ASSERT_EQ(ftruncate(fd, 6000), 0);
 		ASSERT_EQ(ftruncate(out, 0), 0);
 		/* Splice until the pipe is empty; 0 (data gone) and short are fine. */
-		while (fionread(p[0]) > 0) {
+		while (t_fionread(p[0]) > 0) {
 			n = pp_splice(p[0], NULL, o[t], t == 0 ? &ooff : NULL, FLEN, SPLICE_F_NONBLOCK);
 			if (n < 0)
 				ASSERT_EQ(errno, ENODATA);
@@ -313,7 +305,7 @@ static int test_truncate_concurrent(void)
 		while (atomic_load(&r.go))
 			sched_yield();
 		seen += drain_check(p[0], off, 9, FLEN, &nodata, &r.cut);
-		ASSERT_EQ(fionread(p[0]), 0);
+		ASSERT_EQ(t_fionread(p[0]), 0);
 		pp_close(in);
 		rounds++;
 	}

@@ -15,18 +15,10 @@
 #include "helpers.h"
 #include "internal.h"
 
-static int fionread(struct pp_file *f)
-{
-	int n = -1;
-
-	ASSERT_EQ(pp_ioctl(f, FIONREAD, &n), 0);
-	return n;
-}
-
 /* The pipe holds "hello" and nothing else. */
 static void check_unchanged(struct pp_file *r)
 {
-	ASSERT_EQ(fionread(r), 5);
+	ASSERT_EQ(t_fionread(r), 5);
 }
 
 static void check_hello(struct pp_file *r)

@@ -19,14 +19,6 @@
 
 #define FILE_LEN	(64 * 1024)
 
-static int fionread(struct pp_file *f)
-{
-	int n = -1;
-
-	ASSERT_EQ(pp_ioctl(f, FIONREAD, &n), 0);
-	return n;
-}
-
 /* Read exactly len bytes (non-blocking pipe: they must all be there). */
 static void read_exact(struct pp_file *r, unsigned char *dst, size_t len)
 {
@@ -115,7 +107,7 @@ static int test_write_enomem(void)
 	pp__fault_arm(PP_FAULT_ALLOC, 0, ENOMEM, 0);
 	ASSERT_ERRNO(pp_write(p[1], src, sizeof(src)), ENOMEM);
 	ASSERT_ERRNO(pp_write(p[1], src, 1), ENOMEM);
-	ASSERT_EQ(fionread(p[0]), 0);
+	ASSERT_EQ(t_fionread(p[0]), 0);
 	pp__fault_disarm_all();
 
 	/* Page k fails: the write is partial, exactly k pages, in order. */
@@ -139,7 +131,7 @@ static int test_write_enomem(void)
 		n = pp_write(p[1], src, sizeof(src));
 		pp__fault_disarm_all();
 		ASSERT_EQ(n, k * 4096);
-		ASSERT_EQ(fionread(p[0]), n);
+		ASSERT_EQ(t_fionread(p[0]), n);
 		/* Continue from where the short write stopped. */
 		done = (size_t)n;
 		while (done < sizeof(src)) {
@@ -180,7 +172,7 @@ static int test_setpipe_sz_enomem(void)
 	pp__fault_disarm_all();
 	/* Unchanged: size, contents, and the ring still works at 16 slots. */
 	ASSERT_EQ(pp_fcntl(p[1], F_GETPIPE_SZ), 65536);
-	ASSERT_EQ(fionread(p[0]), 5000);
+	ASSERT_EQ(t_fionread(p[0]), 5000);
 	pp__fault_arm(PP_FAULT_ALLOC, 0, ENOMEM, 1);
 	ASSERT_ERRNO(pp_fcntl(p[0], F_SETPIPE_SZ, 8192), ENOMEM);	/* shrink too */
 	pp__fault_disarm_all();
@@ -216,7 +208,7 @@ static int test_splice_file_ref_enomem(void)
 	pp__fault_disarm_all();
 	ASSERT_EQ(off, 100);
 	ASSERT_EQ(lseek(fd, 0, SEEK_CUR), 0);
-	ASSERT_EQ(fionread(p[0]), 0);
+	ASSERT_EQ(t_fionread(p[0]), 0);
 
 	/* The file position (NULL offset) stays too. */
 	ASSERT_EQ(lseek(fd, 4000, SEEK_SET), 4000);
@@ -262,7 +254,7 @@ static int test_splice_socket_enomem(void)
 	pp__fault_disarm_all();
 	ASSERT_EQ(ioctl(sv[0], FIONREAD, &avail), 0);
 	ASSERT_EQ(avail, (int)sizeof(src));	/* not one byte taken from the socket */
-	ASSERT_EQ(fionread(p[0]), 0);
+	ASSERT_EQ(t_fionread(p[0]), 0);
 
 	/* The third page fails: a partial count of two pages; the rest stays. */
 	pp__fault_arm(PP_FAULT_ALLOC, 2, ENOMEM, 1);
@@ -308,7 +300,7 @@ static int test_write_ref_enomem(void)
 	ASSERT_ERRNO(pp_write_ref(p[1], src, sizeof(src), on_release, NULL), ENOMEM);
 	pp__fault_disarm_all();
 	ASSERT_EQ(release_calls, 0);	/* nothing queued: release never runs */
-	ASSERT_EQ(fionread(p[0]), 0);
+	ASSERT_EQ(t_fionread(p[0]), 0);
 	ASSERT_EQ(pp_write_ref(p[1], src, sizeof(src), on_release, NULL), (ssize_t)sizeof(src));
 	read_exact(p[0], got, sizeof(got));
 	ASSERT_MEM_EQ(got, src, sizeof(src));
@@ -340,7 +332,7 @@ static int test_read_lend_enomem(void)
 	pp__fault_arm(PP_FAULT_ALLOC, 0, ENOMEM, 0);
 	ASSERT_ERRNO(pp_read_lend(p[0], iov, 4, sizeof(got)), ENOMEM);
 	pp__fault_disarm_all();
-	ASSERT_EQ(fionread(p[0]), (int)sizeof(got));
+	ASSERT_EQ(t_fionread(p[0]), (int)sizeof(got));
 	ASSERT_ERRNO(pp_read_done(p[0], 1), EINVAL);	/* no loan is open */
 
 	/* The second scratch page fails: one buffer lent. */
@@ -434,7 +426,7 @@ static void run_sequence(long nth, struct seq_state *st, int file_fd)
 		}
 		if ((size_t)n < SEQ_W - done)
 			seq_note(st, "pp_write");
-		ASSERT_EQ(fionread(p[0]), (int)(done + (size_t)n));
+		ASSERT_EQ(t_fionread(p[0]), (int)(done + (size_t)n));
 	}
 	/* 3. F_SETPIPE_SZ */
 	while (pp_fcntl(p[1], F_SETPIPE_SZ, 131072) < 0) {

@@ -21,14 +21,6 @@
 
 #define LEN	(48 * 1024)
 
-static int fionread(struct pp_file *f)
-{
-	int n = -1;
-
-	ASSERT_EQ(pp_ioctl(f, FIONREAD, &n), 0);
-	return n;
-}
-
 static void check_file(int fd, size_t len, unsigned long long pos, unsigned int seed)
 {
 	static unsigned char got[LEN * 2];
@@ -105,7 +97,7 @@ static void pipe_to_file_fault(bool file_bufs, enum pp_fault_site site, int err,
 				  strerrorname_np(err), n, n < 0 ? strerrorname_np(errno) : "");
 		ASSERT_EQ(off, 0);
 		ASSERT_EQ(lseek(out, 0, SEEK_CUR), 0);
-		ASSERT_EQ(fionread(p[0]), LEN);
+		ASSERT_EQ(t_fionread(p[0]), LEN);
 	}
 	while (moved < LEN) {
 		n = pp_splice(p[0], NULL, o, null_off ? NULL : &off, LEN - moved, 0);
@@ -113,7 +105,7 @@ static void pipe_to_file_fault(bool file_bufs, enum pp_fault_site site, int err,
 		moved += (size_t)n;
 		ASSERT_EQ(null_off ? lseek(out, 0, SEEK_CUR) : off, (off_t)moved);
 	}
-	ASSERT_EQ(fionread(p[0]), 0);
+	ASSERT_EQ(t_fionread(p[0]), 0);
 	ASSERT_EQ(null_off ? off : lseek(out, 0, SEEK_CUR), 0);
 	check_file(out, LEN, 0, 31);
 	pp_close(o);
@@ -191,7 +183,7 @@ static int test_pipe_to_file_partial(void)
 	pp__fault_disarm_all();
 	ASSERT_EQ(n, 4096 + 8192);
 	ASSERT_EQ(off, 4096 + 8192);
-	ASSERT_EQ(fionread(p[0]), 4096);
+	ASSERT_EQ(t_fionread(p[0]), 4096);
 	/* The next splice goes on where that one stopped. */
 	ASSERT_EQ(pp_splice(p[0], NULL, o, &off, sizeof(got), 0), 4096);
 	ASSERT_EQ(off, sizeof(got));
@@ -211,7 +203,7 @@ static int test_pipe_to_file_partial(void)
 	ASSERT_EQ(pp_splice(p[0], NULL, o, &off, sizeof(got), 0), 4096);
 	pp__fault_disarm_all();
 	ASSERT_EQ(off, 4096);
-	ASSERT_EQ(fionread(p[0]), 8192 + 4096);
+	ASSERT_EQ(t_fionread(p[0]), 8192 + 4096);
 	ASSERT_EQ(pp_splice(p[0], NULL, o, &off, sizeof(got), 0), 12288);
 	ASSERT_EQ(pread(out, got, sizeof(got), 0), (ssize_t)sizeof(got));
 	ASSERT_MEM_EQ(got, a, 4096);
@@ -244,10 +236,10 @@ static int test_pipe_to_file_short_write(void)
 		return t_skip("setrlimit(RLIMIT_FSIZE): %s", strerror(errno));
 	ASSERT_EQ(pp_splice(p[0], NULL, o, &off, LEN, 0), 10000);
 	ASSERT_EQ(off, 10000);
-	ASSERT_EQ(fionread(p[0]), LEN - 10000);
+	ASSERT_EQ(t_fionread(p[0]), LEN - 10000);
 	ASSERT_ERRNO(pp_splice(p[0], NULL, o, &off, LEN, 0), EFBIG);
 	ASSERT_EQ(off, 10000);
-	ASSERT_EQ(fionread(p[0]), LEN - 10000);
+	ASSERT_EQ(t_fionread(p[0]), LEN - 10000);
 	rl.rlim_cur = RLIM_INFINITY;
 	ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &rl), 0);
 	ASSERT_EQ(pp_splice(p[0], NULL, o, &off, LEN, 0), LEN - 10000);
@@ -311,7 +303,7 @@ static void pipe_to_socket_fault(bool file_bufs, enum pp_fault_site site, int er
 		if (n != -1 || errno != err)
 			t_fail_at(__FILE__, __LINE__, "splice to socket with injected %s: %zd %s",
 				  strerrorname_np(err), n, n < 0 ? strerrorname_np(errno) : "");
-		ASSERT_EQ(fionread(p[0]), LEN);
+		ASSERT_EQ(t_fionread(p[0]), LEN);
 	}
 	while (moved < LEN) {
 		n = pp_splice(p[0], NULL, o, NULL, LEN - moved, 0);
@@ -380,7 +372,7 @@ static void socket_to_pipe(const int *errs, unsigned nerrs)
 					  strerrorname_np(errs[i]), n, n < 0 ? strerrorname_np(errno) : "");
 			ASSERT_EQ(ioctl(sv[0], FIONREAD, &avail), 0);
 			ASSERT_EQ(avail, 20000);
-			ASSERT_EQ(fionread(p[0]), 0);
+			ASSERT_EQ(t_fionread(p[0]), 0);
 		}
 		while (moved < 20000) {
 			n = pp_splice(in, NULL, p[1], NULL, 20000 - moved, SPLICE_F_NONBLOCK);
@@ -450,7 +442,7 @@ static void pipe_to_kpipe(const int *errs, unsigned nerrs)
 			if (n != -1 || errno != errs[i])
 				t_fail_at(__FILE__, __LINE__, "pipe->kernel pipe with injected %s: %zd %s",
 					  strerrorname_np(errs[i]), n, n < 0 ? strerrorname_np(errno) : "");
-			ASSERT_EQ(fionread(p[0]), LEN);
+			ASSERT_EQ(t_fionread(p[0]), LEN);
 		}
 		while (moved < LEN) {
 			n = pp_splice(p[0], NULL, o, NULL, LEN - moved, 0);
@@ -533,7 +525,7 @@ static int test_file_bufs_read_eio(void)
 	pp__fault_arm(PP_FAULT_READ, 0, EIO, 1);
 	ASSERT_ERRNO(pp_read(p[0], got + done, 4096), EIO);
 	pp__fault_disarm_all();
-	ASSERT_EQ(fionread(p[0]), LEN - 4096);	/* nothing consumed */
+	ASSERT_EQ(t_fionread(p[0]), LEN - 4096);	/* nothing consumed */
 	while (done < LEN) {
 		n = pp_read(p[0], got + done, LEN - done);
 		if (n <= 0)
@@ -582,7 +574,7 @@ static int procfs_to_pipe(const int *errs, unsigned nerrs)
 					  strerrorname_np(errs[i]), n, n < 0 ? strerrorname_np(errno) : "");
 			ASSERT_EQ(off, 0);
 			ASSERT_EQ(lseek(fd, 0, SEEK_CUR), 0);
-			ASSERT_EQ(fionread(p[0]), 0);
+			ASSERT_EQ(t_fionread(p[0]), 0);
 			n = pp_splice(in, errs[i] == EIO ? &off : NULL, p[1], NULL, sizeof(got), 0);
 			ASSERT_EQ(n, wl);
 		}

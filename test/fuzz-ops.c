@@ -21,7 +21,9 @@
  *
  * Build and run: `make fuzz` (mk/fuzz.mk).
  */
+#define FUZZ_NAME "fuzz-ops"
 #include "internal.h"
+#include "fuzz.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -43,27 +45,6 @@ static struct iovec kiov[MAX_IOV], piov[MAX_IOV];
 static size_t max_pipe;			/* pp_pipe_get_max_size() */
 static bool privileged;			/* root may grow a kernel pipe past pipe-max-size */
 
-/* FUZZ_TRACE=1 in the environment prints every call: for reading a reproducer. */
-static bool trace;
-
-struct cursor {
-	const uint8_t *p;
-	size_t n;
-};
-
-static unsigned int u8(struct cursor *c)
-{
-	if (!c->n)
-		return 0;
-	c->n--;
-	return *c->p++;
-}
-
-static unsigned int u16(struct cursor *c)
-{
-	return u8(c) | u8(c) << 8;
-}
-
 /* A byte count: small, a boundary value, or anything up to MAX_IO. */
 static size_t size_arg(struct cursor *c)
 {
@@ -72,18 +53,8 @@ static size_t size_arg(struct cursor *c)
 		16383, 16384, 16385, 32768, 61440, 65535, 65536, 65537, 131072,
 		262144, 524288, 1048575, 1048576,
 	};
-	unsigned int b = u8(c);
 
-	switch (b >> 6) {
-	case 0:
-		return b & 63;
-	case 1:
-		return special[(b & 63) % (sizeof(special) / sizeof(special[0]))];
-	case 2:
-		return (size_t)(b & 63) << 8 | u8(c);
-	default:
-		return ((size_t)(b & 63) << 16 | u16(c)) % (MAX_IO + 1);
-	}
+	return fuzz_size(c, special, sizeof(special) / sizeof(special[0]), MAX_IO);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -96,49 +67,14 @@ struct state {
 	unsigned int seq;		/* picks the bytes of the next write */
 };
 
-static void __attribute__((noreturn, format(printf, 2, 3)))
-mismatch(const struct state *s, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "fuzz-ops: op %u: ", s->op);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	abort();
-}
-
-struct res {
-	long long ret;
-	int err;
-};
-
-#define CALL(call) ({ errno = 0; long long _r = (long long)(call); \
-	(struct res){ _r, _r < 0 ? errno : 0 }; })
-
 static void same(const struct state *s, const char *what, struct res k, struct res p)
 {
-	if (trace)
-		fprintf(stderr, "%s: op %u: %s: kernel %lld (%s), pagepipe %lld (%s)%s\n", "fuzz-ops",
-			s->op, what, k.ret, k.err ? strerror(k.err) : "ok", p.ret,
-			p.err ? strerror(p.err) : "ok", s->diff ? "" : " [not compared]");
-	if (!s->diff)
-		return;
-	if (k.ret != p.ret || k.err != p.err)
-		mismatch(s, "%s: kernel %lld (%s), pagepipe %lld (%s)", what,
-			 k.ret, k.err ? strerror(k.err) : "ok",
-			 p.ret, p.err ? strerror(p.err) : "ok");
+	fuzz_same(s->op, s->diff, what, k, p);
 }
 
 static void same_bytes(const struct state *s, const char *what, long long n)
 {
-	if (!s->diff || n <= 0)
-		return;
-	for (long long i = 0; i < n; i++)
-		if (kbuf[i] != pbuf[i])
-			mismatch(s, "%s: byte %lld of %lld: kernel 0x%02x, pagepipe 0x%02x",
-				 what, i, n, kbuf[i], pbuf[i]);
+	fuzz_same_bytes(s->op, s->diff, what, kbuf, pbuf, n);
 }
 
 /* The kernel's view, to decide whether a blocking call would return at once. */
@@ -490,16 +426,6 @@ static void drain(struct state *s)
 		if (p.ret <= 0)
 			return;
 	}
-}
-
-static int lowest_free_fd(void)
-{
-	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		abort();
-	close(fd);
-	return fd;
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

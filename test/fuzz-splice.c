@@ -32,7 +32,9 @@
  * library's fault-injection sites, nothing is compared, and what is
  * checked is no crash, no memory leak (ASan) and no descriptor leak.
  */
+#define FUZZ_NAME "fuzz-splice"
 #include "internal.h"
+#include "fuzz.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -83,27 +85,6 @@ struct state {
 	unsigned int seq;
 };
 
-/* FUZZ_TRACE=1 in the environment prints every call: for reading a reproducer. */
-static bool trace;
-
-struct cursor {
-	const uint8_t *p;
-	size_t n;
-};
-
-static unsigned int u8(struct cursor *c)
-{
-	if (!c->n)
-		return 0;
-	c->n--;
-	return *c->p++;
-}
-
-static unsigned int u16(struct cursor *c)
-{
-	return u8(c) | u8(c) << 8;
-}
-
 static size_t size_arg(struct cursor *c)
 {
 	static const size_t special[] = {
@@ -111,18 +92,8 @@ static size_t size_arg(struct cursor *c)
 		65537, 131072, 262144, (size_t)1 << 31, (size_t)INT_MAX, SIZE_MAX,
 		(size_t)SSIZE_MAX, (size_t)SSIZE_MAX + 1,
 	};
-	unsigned int b = u8(c);
 
-	switch (b >> 6) {
-	case 0:
-		return b & 63;
-	case 1:
-		return special[(b & 63) % (sizeof(special) / sizeof(special[0]))];
-	case 2:
-		return (size_t)(b & 63) << 8 | u8(c);
-	default:
-		return ((size_t)(b & 63) << 16 | u16(c)) % (MAX_IO + 1);
-	}
+	return fuzz_size(c, special, sizeof(special) / sizeof(special[0]), MAX_IO);
 }
 
 /* An offset for off_in/off_out: within the file, past it, negative or huge. */
@@ -139,51 +110,14 @@ static off_t off_arg(struct cursor *c)
 	return (off_t)((b & 0x7f) << 8 | u8(c));
 }
 
-static void __attribute__((noreturn, format(printf, 2, 3)))
-mismatch(const struct state *s, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "fuzz-splice: op %u: ", s->op);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	abort();
-}
-
-struct res {
-	long long ret;
-	int err;
-};
-
-#define CALL(call) ({ errno = 0; long long _r = (long long)(call); \
-	(struct res){ _r, _r < 0 ? errno : 0 }; })
-
 static void same(const struct state *s, bool cmp, const char *what, struct res k, struct res p)
 {
-	if (trace)
-		fprintf(stderr, "%s: op %u: %s: kernel %lld (%s), pagepipe %lld (%s)%s\n", "fuzz-splice",
-			s->op, what, k.ret, k.err ? strerror(k.err) : "ok", p.ret,
-			p.err ? strerror(p.err) : "ok", cmp ? "" : " [not compared]");
-	if (!cmp)
-		return;
-	if (k.ret != p.ret || k.err != p.err)
-		mismatch(s, "%s: kernel %lld (%s), pagepipe %lld (%s)", what,
-			 k.ret, k.err ? strerror(k.err) : "ok",
-			 p.ret, p.err ? strerror(p.err) : "ok");
+	fuzz_same(s->op, cmp, what, k, p);
 }
 
 static void same_bytes(const struct state *s, bool cmp, const char *what, long long n)
 {
-	if (!cmp || n <= 0)
-		return;
-	if (memcmp(kbuf, pbuf, (size_t)n) == 0)
-		return;
-	for (long long i = 0; i < n; i++)
-		if (kbuf[i] != pbuf[i])
-			mismatch(s, "%s: byte %lld of %lld: kernel 0x%02x, pagepipe 0x%02x",
-				 what, i, n, kbuf[i], pbuf[i]);
+	fuzz_same_bytes(s->op, cmp, what, kbuf, pbuf, n);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -645,16 +579,6 @@ static void final_compare(struct state *s)
 			same_bytes(s, true, "file contents", kn);
 		}
 	}
-}
-
-static int lowest_free_fd(void)
-{
-	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		abort();
-	close(fd);
-	return fd;
 }
 
 static bool landed(long long r)

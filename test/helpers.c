@@ -60,6 +60,60 @@ void t_kpipe2(int fds[2], int flags)
 		t_fail_at(__FILE__, __LINE__, "pipe2: %s", strerror(errno));
 }
 
+void t_pair_open(struct t_pair *x, int flags)
+{
+	t_pipe2(x->p, flags);
+	t_kpipe2(x->k, flags);
+}
+
+void t_pair_close(struct t_pair *x)
+{
+	for (int e = 0; e < 2; e++) {
+		if (x->k[e] >= 0)
+			close(x->k[e]);
+		if (x->p[e])
+			pp_close(x->p[e]);
+		x->k[e] = -1;
+		x->p[e] = NULL;
+	}
+}
+
+int t_fionread_at(const char *file, int line, struct pp_file *f)
+{
+	int n = -1;
+
+	if (pp_ioctl(f, FIONREAD, &n) != 0)
+		t_fail_at(file, line, "pp_ioctl(FIONREAD): %s", strerror(errno));
+	return n;
+}
+
+int t_kfionread_at(const char *file, int line, int fd)
+{
+	int n = -1;
+
+	if (ioctl(fd, FIONREAD, &n) != 0)
+		t_fail_at(file, line, "ioctl(FIONREAD): %s", strerror(errno));
+	return n;
+}
+
+void t_pair_same_fionread_at(const char *file, int line, const struct t_pair *x)
+{
+	for (int e = 0; e < 2; e++) {
+		int kn = -1, pn = -2;
+		struct t_res k, p;
+
+		if (x->k[e] < 0 || !x->p[e])
+			continue;
+		k = T_CALL(ioctl(x->k[e], FIONREAD, &kn));
+		p = T_CALL(pp_ioctl(x->p[e], FIONREAD, &pn));
+		if (k.ret != p.ret || k.err != p.err || kn != pn)
+			t_fail_at(file, line,
+				  "FIONREAD on end %d: kernel %lld (%s) count %d, pagepipe %lld (%s) count %d",
+				  e, k.ret, k.err ? strerror(k.err) : "ok", kn,
+				  p.ret, p.err ? strerror(p.err) : "ok", pn);
+	}
+}
+
 ssize_t t_read_full(struct pp_file *f, void *buf, size_t len)
 {
 	size_t done = 0;

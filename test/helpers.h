@@ -141,6 +141,35 @@ int  t_check(const void *buf, size_t len, unsigned long long pos, unsigned int s
 /* Helpers that exit the test with T_EXIT_FAIL on an unexpected error. */
 void   t_pipe2(struct pp_file *ends[2], int flags);
 void   t_kpipe2(int fds[2], int flags);
+
+/*
+ * The same pipe twice, for differential steps: a pagepipe and a kernel
+ * pipe made with the same flags.  t_pair_close() closes the ends still
+ * open; an end closed earlier is marked so with NULL or -1.
+ */
+struct t_pair {
+	struct pp_file *p[2];
+	int k[2];
+};
+void   t_pair_open(struct t_pair *x, int flags);
+void   t_pair_close(struct t_pair *x);
+
+/* FIONREAD of a pagepipe file or of a kernel descriptor; a failure fails the test. */
+int    t_fionread_at(const char *file, int line, struct pp_file *f);
+int    t_kfionread_at(const char *file, int line, int fd);
+#define t_fionread(f)		t_fionread_at(__FILE__, __LINE__, (f))
+#define t_kfionread(fd)		t_kfionread_at(__FILE__, __LINE__, (fd))
+
+/* FIONREAD on kernel descriptor kfd and on pf: the same result, errno and count. */
+#define ASSERT_SAME_FIONREAD(kfd, pf) do {				\
+	int _kn = -1, _pn = -2;						\
+	ASSERT_SAME(ioctl((kfd), FIONREAD, &_kn), pp_ioctl((pf), FIONREAD, &_pn)); \
+	ASSERT_EQ(_kn, _pn);						\
+} while (0)
+
+/* The same, at each end of a pair that is open on both sides. */
+void   t_pair_same_fionread_at(const char *file, int line, const struct t_pair *x);
+#define t_pair_same_fionread(x)	t_pair_same_fionread_at(__FILE__, __LINE__, (x))
 ssize_t t_read_full(struct pp_file *f, void *buf, size_t len);
 ssize_t t_write_full(struct pp_file *f, const void *buf, size_t len);
 /* A temporary file with len pattern bytes; its path goes into path[64]. */

@@ -27,33 +27,6 @@ static char *big;	/* 1 MiB of valid memory */
 static ssize_t (*volatile kreadv)(int, const struct iovec *, int) = readv;
 static ssize_t (*volatile kwritev)(int, const struct iovec *, int) = writev;
 
-struct pair {
-	struct pp_file *p[2];
-	int k[2];
-};
-
-static void open_pair(struct pair *x, int flags)
-{
-	t_pipe2(x->p, flags);
-	t_kpipe2(x->k, flags);
-}
-
-static void close_pair(struct pair *x)
-{
-	close(x->k[0]);
-	close(x->k[1]);
-	pp_close(x->p[0]);
-	pp_close(x->p[1]);
-}
-
-static void same_fionread(struct pair *x)
-{
-	int kn = -1, pn = -2;
-
-	ASSERT_SAME(ioctl(x->k[0], FIONREAD, &kn), pp_ioctl(x->p[0], FIONREAD, &pn));
-	ASSERT_EQ(kn, pn);
-}
-
 static int test_pipe2_args(void)
 {
 	static const int bad[] = { O_APPEND, O_RDWR, O_WRONLY, O_TRUNC, O_SYNC, O_NOCTTY, O_ASYNC,
@@ -76,21 +49,21 @@ static int test_pipe2_args(void)
 	/* Every valid combination works. */
 	for (int f = 0; f < 8; f++) {
 		int flags = (f & 1 ? O_NONBLOCK : 0) | (f & 2 ? O_DIRECT : 0) | (f & 4 ? O_CLOEXEC : 0);
-		struct pair x;
+		struct t_pair x;
 
-		open_pair(&x, flags);
-		close_pair(&x);
+		t_pair_open(&x, flags);
+		t_pair_close(&x);
 	}
 	return 0;
 }
 
 static int test_wrong_end(void)
 {
-	struct pair x;
+	struct t_pair x;
 	char buf[16];
 	struct iovec iov = { buf, sizeof(buf) };
 
-	open_pair(&x, O_NONBLOCK);
+	t_pair_open(&x, O_NONBLOCK);
 	ASSERT_SAME(write(x.k[1], "abc", 3), pp_write(x.p[1], "abc", 3));
 	ASSERT_SAME(read(x.k[1], buf, 1), pp_read(x.p[1], buf, 1));
 	ASSERT_SAME(read(x.k[1], buf, 0), pp_read(x.p[1], buf, 0));
@@ -105,26 +78,26 @@ static int test_wrong_end(void)
 	ASSERT_SAME(kreadv(x.k[1], &iov, -1), pp_readv(x.p[1], &iov, -1));
 	ASSERT_SAME(kwritev(x.k[0], &iov, 5000), pp_writev(x.p[0], &iov, 5000));
 	ASSERT_SAME(kwritev(x.k[0], null_iov, 1), pp_writev(x.p[0], null_iov, 1));
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	ASSERT_SAME_READ(x.k[0], x.p[0], 10);
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
 /* A NULL buffer where the kernel reaches the copy: EFAULT, nothing moved. */
 static int test_null_buffer(void)
 {
-	struct pair x;
+	struct t_pair x;
 	struct iovec kv[2] = { { big, 2 }, { NULL, 10 } };
 
-	open_pair(&x, O_NONBLOCK);
+	t_pair_open(&x, O_NONBLOCK);
 	ASSERT_SAME(write(x.k[1], null_buf, 10), pp_write(x.p[1], null_buf, 10));
 	ASSERT_SAME(kwritev(x.k[1], kv, 2), pp_writev(x.p[1], kv, 2));
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	ASSERT_SAME(write(x.k[1], "hello", 5), pp_write(x.p[1], "hello", 5));
 	ASSERT_SAME(read(x.k[0], null_buf, 10), pp_read(x.p[0], null_buf, 10));
 	ASSERT_SAME(kreadv(x.k[0], kv, 2), pp_readv(x.p[0], kv, 2));
-	same_fionread(&x);				/* nothing consumed */
+	t_pair_same_fionread(&x);				/* nothing consumed */
 	ASSERT_SAME(kreadv(x.k[0], null_iov, 1), pp_readv(x.p[0], null_iov, 1));
 	ASSERT_SAME(kwritev(x.k[1], null_iov, 1), pp_writev(x.p[1], null_iov, 1));
 	ASSERT_SAME(kreadv(x.k[0], null_iov, 0), pp_readv(x.p[0], null_iov, 0));
@@ -137,7 +110,7 @@ static int test_null_buffer(void)
 		ASSERT_SAME(kwritev(x.k[1], z, 2), pp_writev(x.p[1], z, 2));
 	}
 	ASSERT_SAME_READ(x.k[0], x.p[0], 100);
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
@@ -149,30 +122,30 @@ static int test_null_buffer(void)
  */
 static int test_null_buffer_empty(void)
 {
-	struct pair x;
+	struct t_pair x;
 
-	open_pair(&x, O_NONBLOCK);
+	t_pair_open(&x, O_NONBLOCK);
 	ASSERT_SAME(read(x.k[0], null_buf, 10), pp_read(x.p[0], null_buf, 10));	/* EAGAIN */
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
 static int test_null_buffer_full(void)
 {
-	struct pair x;
+	struct t_pair x;
 
-	open_pair(&x, O_NONBLOCK);
+	t_pair_open(&x, O_NONBLOCK);
 	ASSERT_SAME(write(x.k[1], big, 65536), pp_write(x.p[1], big, 65536));
 	ASSERT_SAME(write(x.k[1], null_buf, 10), pp_write(x.p[1], null_buf, 10));	/* EAGAIN */
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
 static int test_null_buffer_eof(void)
 {
-	struct pair x;
+	struct t_pair x;
 
-	open_pair(&x, 0);
+	t_pair_open(&x, 0);
 	close(x.k[1]);
 	pp_close(x.p[1]);
 	ASSERT_SAME(read(x.k[0], null_buf, 10), pp_read(x.p[0], null_buf, 10));	/* 0 */
@@ -183,11 +156,11 @@ static int test_null_buffer_eof(void)
 
 static int test_null_buffer_epipe(void)
 {
-	struct pair x;
+	struct t_pair x;
 	int ksig, psig;
 
 	t_sigpipe_count_start();
-	open_pair(&x, 0);
+	t_pair_open(&x, 0);
 	close(x.k[0]);
 	pp_close(x.p[0]);
 	ASSERT_SAME(write(x.k[1], null_buf, 10), (ksig = t_sigpipe_count(),
@@ -203,42 +176,42 @@ static int test_null_buffer_epipe(void)
 /* A whole page is written, then the NULL iovec faults: 4096. */
 static int test_null_iovec_partial_write(void)
 {
-	struct pair x;
+	struct t_pair x;
 	struct iovec v[2] = { { NULL, 0 }, { NULL, 10 } };
 
 	v[0] = (struct iovec){ big, 4096 };
-	open_pair(&x, O_NONBLOCK);
+	t_pair_open(&x, O_NONBLOCK);
 	ASSERT_SAME(kwritev(x.k[1], v, 2), pp_writev(x.p[1], v, 2));
-	same_fionread(&x);
-	close_pair(&x);
+	t_pair_same_fionread(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
 /* A whole buffer is read into the first iovec, then the fault: 4096. */
 static int test_null_iovec_partial_read(void)
 {
-	struct pair x;
+	struct t_pair x;
 	struct iovec v[2] = { { NULL, 0 }, { NULL, 10 } };
 
 	v[0] = (struct iovec){ big, 4096 };
-	open_pair(&x, O_NONBLOCK);
+	t_pair_open(&x, O_NONBLOCK);
 	ASSERT_SAME(write(x.k[1], big, 4096), pp_write(x.p[1], big, 4096));
 	ASSERT_SAME(write(x.k[1], big, 10), pp_write(x.p[1], big, 10));
 	ASSERT_SAME(kreadv(x.k[0], v, 2), pp_readv(x.p[0], v, 2));
-	same_fionread(&x);
-	close_pair(&x);
+	t_pair_same_fionread(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
 static int test_iovcnt(void)
 {
-	struct pair x;
+	struct t_pair x;
 	struct iovec *v = calloc(1100, sizeof(*v));
 
 	ASSERT_TRUE(v != NULL);
 	for (int i = 0; i < 1100; i++)
 		v[i] = (struct iovec){ big + i, 1 };
-	open_pair(&x, O_NONBLOCK);
+	t_pair_open(&x, O_NONBLOCK);
 	ASSERT_SAME(kwritev(x.k[1], v, -1), pp_writev(x.p[1], v, -1));		/* EINVAL */
 	ASSERT_SAME(kwritev(x.k[1], v, INT_MIN), pp_writev(x.p[1], v, INT_MIN));
 	ASSERT_SAME(kwritev(x.k[1], v, IOV_MAX + 1), pp_writev(x.p[1], v, IOV_MAX + 1));
@@ -247,7 +220,7 @@ static int test_iovcnt(void)
 	ASSERT_SAME(kreadv(x.k[0], v, -1), pp_readv(x.p[0], v, -1));
 	ASSERT_SAME(kreadv(x.k[0], v, IOV_MAX + 1), pp_readv(x.p[0], v, IOV_MAX + 1));
 	ASSERT_SAME(kreadv(x.k[0], v, 1100), pp_readv(x.p[0], v, 1100));
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	{
 		char *kb = calloc(1, 1100), *pb = calloc(1, 1100);
 		struct iovec *kv = calloc(IOV_MAX, sizeof(*kv)), *pv = calloc(IOV_MAX, sizeof(*pv));
@@ -264,16 +237,16 @@ static int test_iovcnt(void)
 		free(kv);
 		free(pv);
 	}
-	close_pair(&x);
+	t_pair_close(&x);
 	free(v);
 	return 0;
 }
 
 static int test_iov_len(void)
 {
-	struct pair x;
+	struct t_pair x;
 
-	open_pair(&x, O_NONBLOCK);
+	t_pair_open(&x, O_NONBLOCK);
 	ASSERT_SAME(write(x.k[1], big, 10), pp_write(x.p[1], big, 10));
 	{
 		/* Above SSIZE_MAX: EINVAL. */
@@ -283,7 +256,7 @@ static int test_iov_len(void)
 		ASSERT_SAME(kwritev(x.k[1], v, 2), pp_writev(x.p[1], v, 2));
 		v[0].iov_len = SIZE_MAX;
 		ASSERT_SAME(kreadv(x.k[0], v, 2), pp_readv(x.p[0], v, 2));
-		same_fionread(&x);
+		t_pair_same_fionread(&x);
 	}
 	{
 		/* Large but addressable: capped, and short as usual. */
@@ -292,24 +265,24 @@ static int test_iov_len(void)
 		ASSERT_SAME(kreadv(x.k[0], v, 2), pp_readv(x.p[0], v, 2));
 		ASSERT_SAME(kreadv(x.k[0], v, 2), pp_readv(x.p[0], v, 2));	/* EAGAIN */
 	}
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
 /* Huge counts the kernel accepts (it caps them; the transfer is short). */
 static int test_huge_count(void)
 {
-	struct pair x;
+	struct t_pair x;
 
-	open_pair(&x, O_NONBLOCK);
+	t_pair_open(&x, O_NONBLOCK);
 	ASSERT_SAME(write(x.k[1], big, 100), pp_write(x.p[1], big, 100));
 	ASSERT_SAME(read(x.k[0], big, 1u << 30), pp_read(x.p[0], big, 1u << 30));	/* 100 */
 	ASSERT_SAME(write(x.k[1], big, 1u << 30), pp_write(x.p[1], big, 1u << 30));	/* 65536 */
 	ASSERT_SAME(write(x.k[1], big, INT_MAX), pp_write(x.p[1], big, INT_MAX));	/* EAGAIN */
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	ASSERT_SAME(read(x.k[0], big, (size_t)INT_MAX + 1), pp_read(x.p[0], big, (size_t)INT_MAX + 1));
 	ASSERT_SAME(read(x.k[0], big, (size_t)INT_MAX + 1), pp_read(x.p[0], big, (size_t)INT_MAX + 1));
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
@@ -325,45 +298,45 @@ static ssize_t (*volatile kwrite)(int, const void *, size_t) = write;
 
 static int test_huge_count_read(void)
 {
-	struct pair x;
+	struct t_pair x;
 
-	open_pair(&x, O_NONBLOCK);
+	t_pair_open(&x, O_NONBLOCK);
 	for (unsigned i = 0; i < 3; i++) {
 		fprintf(stderr, "count %#zx\n", huge_counts[i]);
 		ASSERT_SAME(write(x.k[1], big, 10), pp_write(x.p[1], big, 10));
 		ASSERT_SAME(kread(x.k[0], big, huge_counts[i]), pp_read(x.p[0], big, huge_counts[i]));
-		same_fionread(&x);
+		t_pair_same_fionread(&x);
 		ASSERT_SAME_READ(x.k[0], x.p[0], 100);
 	}
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
 static int test_huge_count_write(void)
 {
-	struct pair x;
+	struct t_pair x;
 
-	open_pair(&x, O_NONBLOCK);
+	t_pair_open(&x, O_NONBLOCK);
 	for (unsigned i = 0; i < 3; i++) {
 		fprintf(stderr, "count %#zx\n", huge_counts[i]);
 		ASSERT_SAME(kwrite(x.k[1], big, huge_counts[i]), pp_write(x.p[1], big, huge_counts[i]));
-		same_fionread(&x);
+		t_pair_same_fionread(&x);
 	}
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
 static int test_huge_iov_len(void)
 {
-	struct pair x;
+	struct t_pair x;
 	struct iovec v[1] = { { NULL, (size_t)SSIZE_MAX } };
 
 	v[0].iov_base = big;
-	open_pair(&x, O_NONBLOCK);
+	t_pair_open(&x, O_NONBLOCK);
 	ASSERT_SAME(write(x.k[1], big, 10), pp_write(x.p[1], big, 10));
 	ASSERT_SAME(kreadv(x.k[0], v, 1), pp_readv(x.p[0], v, 1));
-	same_fionread(&x);
-	close_pair(&x);
+	t_pair_same_fionread(&x);
+	t_pair_close(&x);
 	return 0;
 }
 

@@ -15,51 +15,22 @@
 
 static char *src;
 
-struct pair {
-	struct pp_file *p[2];
-	int k[2];
-};
-
-static void open_pair(struct pair *x, int flags)
-{
-	t_pipe2(x->p, flags);
-	t_kpipe2(x->k, flags);
-}
-
-static void close_pair(struct pair *x)
-{
-	close(x->k[0]);
-	close(x->k[1]);
-	pp_close(x->p[0]);
-	pp_close(x->p[1]);
-}
-
 #define SAME_FCNTL(x, end, ...) \
 	ASSERT_SAME(fcntl((x)->k[end], __VA_ARGS__), pp_fcntl((x)->p[end], __VA_ARGS__))
 
-static void same_getfl(struct pair *x)
+static void same_getfl(struct t_pair *x)
 {
 	SAME_FCNTL(x, 0, F_GETFL);
 	SAME_FCNTL(x, 1, F_GETFL);
 }
 
-static void same_fionread(struct pair *x)
-{
-	for (int e = 0; e < 2; e++) {
-		int kn = -1, pn = -2;
-
-		ASSERT_SAME(ioctl(x->k[e], FIONREAD, &kn), pp_ioctl(x->p[e], FIONREAD, &pn));
-		ASSERT_EQ(kn, pn);
-	}
-}
-
 static int test_getfl_setfl(void)
 {
-	struct pair x;
+	struct t_pair x;
 	static const int extra[] = { O_APPEND, O_ASYNC, O_NOATIME, O_DIRECT,
 				     O_APPEND | O_ASYNC | O_NOATIME | O_NONBLOCK };
 
-	open_pair(&x, 0);
+	t_pair_open(&x, 0);
 	same_getfl(&x);
 	/* O_NONBLOCK on the read end only. */
 	SAME_FCNTL(&x, 0, F_SETFL, O_NONBLOCK);
@@ -86,18 +57,18 @@ static int test_getfl_setfl(void)
 		SAME_FCNTL(&x, 1, F_SETFL, extra[i] | O_NONBLOCK);
 		same_getfl(&x);
 	}
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
 static int test_pipe_sz(void)
 {
-	struct pair x;
+	struct t_pair x;
 	static const long sizes[] = { 0, 1, 4095, 4096, 4097, 5000, 8192, 12288, 16384, 65535,
 				      65536, 65537, 100000, 262144, 1048576, -1, 0x80000001L,
 				      0x100000000L, 0x100001000L, 3 * 4096 };
 
-	open_pair(&x, O_NONBLOCK);
+	t_pair_open(&x, O_NONBLOCK);
 	SAME_FCNTL(&x, 0, F_GETPIPE_SZ);
 	SAME_FCNTL(&x, 1, F_GETPIPE_SZ);
 	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
@@ -106,28 +77,28 @@ static int test_pipe_sz(void)
 		SAME_FCNTL(&x, 0, F_GETPIPE_SZ);
 		SAME_FCNTL(&x, 1, F_GETPIPE_SZ);
 	}
-	close_pair(&x);
+	t_pair_close(&x);
 
 	/* The capacity follows: one page, then one slot more after each step. */
-	open_pair(&x, O_NONBLOCK);
+	t_pair_open(&x, O_NONBLOCK);
 	SAME_FCNTL(&x, 1, F_SETPIPE_SZ, 0);
 	ASSERT_SAME(write(x.k[1], src, 65536), pp_write(x.p[1], src, 65536));
 	ASSERT_SAME(write(x.k[1], src, 1), pp_write(x.p[1], src, 1));
 	SAME_FCNTL(&x, 0, F_SETPIPE_SZ, 12288);	/* 16384: 4 slots */
 	SAME_FCNTL(&x, 0, F_GETPIPE_SZ);
 	ASSERT_SAME(write(x.k[1], src, 65536), pp_write(x.p[1], src, 65536));
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	ASSERT_SAME_READ(x.k[0], x.p[0], 65536);
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
 static int test_pipe_sz_ebusy(void)
 {
-	struct pair x;
+	struct t_pair x;
 
 	/* T-S2: 3 one-byte packets are 3 slots; one page is 1. */
-	open_pair(&x, O_NONBLOCK | O_DIRECT);
+	t_pair_open(&x, O_NONBLOCK | O_DIRECT);
 	for (int i = 0; i < 3; i++)
 		ASSERT_SAME(write(x.k[1], src + i, 1), pp_write(x.p[1], src + i, 1));
 	SAME_FCNTL(&x, 0, F_SETPIPE_SZ, 4096);		/* EBUSY */
@@ -135,13 +106,13 @@ static int test_pipe_sz_ebusy(void)
 	SAME_FCNTL(&x, 0, F_GETPIPE_SZ);
 	SAME_FCNTL(&x, 0, F_SETPIPE_SZ, 16384);		/* 4 slots: fits */
 	SAME_FCNTL(&x, 0, F_GETPIPE_SZ);
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	for (int i = 0; i < 4; i++)
 		ASSERT_SAME_READ(x.k[0], x.p[0], 10);	/* packets kept, in order */
-	close_pair(&x);
+	t_pair_close(&x);
 
 	/* Plain: merged bytes are one slot; the data survive the resize. */
-	open_pair(&x, O_NONBLOCK);
+	t_pair_open(&x, O_NONBLOCK);
 	ASSERT_SAME(write(x.k[1], src, 100), pp_write(x.p[1], src, 100));
 	ASSERT_SAME(write(x.k[1], src + 100, 100), pp_write(x.p[1], src + 100, 100));
 	SAME_FCNTL(&x, 1, F_SETPIPE_SZ, 4096);
@@ -155,16 +126,16 @@ static int test_pipe_sz_ebusy(void)
 	SAME_FCNTL(&x, 1, F_SETPIPE_SZ, 16384);
 	ASSERT_SAME(write(x.k[1], src, 1), pp_write(x.p[1], src, 1));	/* merges */
 	ASSERT_SAME(write(x.k[1], src, 4096), pp_write(x.p[1], src, 4096)); /* EAGAIN */
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	/* Partly read ring, wrapped, then compacted by a resize. */
 	ASSERT_SAME_READ(x.k[0], x.p[0], 5000);
 	ASSERT_SAME(write(x.k[1], src, 4096), pp_write(x.p[1], src, 4096));
 	SAME_FCNTL(&x, 1, F_SETPIPE_SZ, 32768);
 	ASSERT_SAME(write(x.k[1], src, 30000), pp_write(x.p[1], src, 30000));
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	for (int i = 0; i < 4; i++)
 		ASSERT_SAME_READ(x.k[0], x.p[0], 9000);
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
@@ -246,16 +217,16 @@ static int test_pipe_sz_eperm(void)
 
 static int test_fionread(void)
 {
-	struct pair x;
+	struct t_pair x;
 	int *volatile null = NULL;
 
-	open_pair(&x, O_NONBLOCK | O_DIRECT);
-	same_fionread(&x);
+	t_pair_open(&x, O_NONBLOCK | O_DIRECT);
+	t_pair_same_fionread(&x);
 	ASSERT_SAME(write(x.k[1], src, 10), pp_write(x.p[1], src, 10));
 	ASSERT_SAME(write(x.k[1], src, 5000), pp_write(x.p[1], src, 5000));
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	ASSERT_SAME_READ(x.k[0], x.p[0], 3);	/* discards 7 */
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	ASSERT_SAME(ioctl(x.k[0], FIONREAD, null), pp_ioctl(x.p[0], FIONREAD, null));	/* EFAULT */
 	ASSERT_SAME(ioctl(x.k[1], FIONREAD, null), pp_ioctl(x.p[1], FIONREAD, null));
 	close(x.k[1]);
@@ -273,10 +244,10 @@ static int test_fionread(void)
 
 static int test_unknown_commands(void)
 {
-	struct pair x;
+	struct t_pair x;
 	struct termios tio;
 
-	open_pair(&x, 0);
+	t_pair_open(&x, 0);
 	for (int e = 0; e < 2; e++) {
 		SAME_FCNTL(&x, e, 0x7fff);
 		SAME_FCNTL(&x, e, 0x7fff, 12345);
@@ -285,17 +256,17 @@ static int test_unknown_commands(void)
 		ASSERT_SAME(ioctl(x.k[e], TCGETS, &tio), pp_ioctl(x.p[e], TCGETS, &tio));
 		ASSERT_SAME(ioctl(x.k[e], FIONREAD + 1, &tio), pp_ioctl(x.p[e], FIONREAD + 1, &tio));
 	}
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
 /* The ioctls the kernel handles for every descriptor, before the pipe sees them. */
 static int test_generic_ioctls(void)
 {
-	struct pair x;
+	struct t_pair x;
 	int on = 1, off = 0;
 
-	open_pair(&x, 0);
+	t_pair_open(&x, 0);
 	ASSERT_SAME(ioctl(x.k[0], FIONBIO, &on), pp_ioctl(x.p[0], FIONBIO, &on));
 	same_getfl(&x);
 	ASSERT_SAME_READ(x.k[0], x.p[0], 1);		/* now EAGAIN */
@@ -305,15 +276,15 @@ static int test_generic_ioctls(void)
 	SAME_FCNTL(&x, 1, F_GETFD);
 	ASSERT_SAME(ioctl(x.k[1], FIONCLEX), pp_ioctl(x.p[1], FIONCLEX));
 	SAME_FCNTL(&x, 1, F_GETFD);
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
 static int test_getfd_setfd(void)
 {
-	struct pair x;
+	struct t_pair x;
 
-	open_pair(&x, 0);
+	t_pair_open(&x, 0);
 	for (int e = 0; e < 2; e++) {
 		SAME_FCNTL(&x, e, F_GETFD);
 		SAME_FCNTL(&x, e, F_SETFD, FD_CLOEXEC);
@@ -326,20 +297,20 @@ static int test_getfd_setfd(void)
 		SAME_FCNTL(&x, e, F_SETFD, 0);
 		same_getfl(&x);			/* not a status flag */
 	}
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
 /* pipe2(O_CLOEXEC) sets close-on-exec on both ends, as F_GETFD reports. */
 static int test_cloexec_flag(void)
 {
-	struct pair x;
+	struct t_pair x;
 
-	open_pair(&x, O_CLOEXEC);
+	t_pair_open(&x, O_CLOEXEC);
 	SAME_FCNTL(&x, 0, F_GETFD);
 	SAME_FCNTL(&x, 1, F_GETFD);
 	same_getfl(&x);
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 

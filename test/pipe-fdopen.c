@@ -55,14 +55,6 @@ static void same_poll(int kfd, struct pp_file *pf, short events)
 	ASSERT_EQ(kp.revents, pp.revents);
 }
 
-static void same_fionread(int kfd, struct pp_file *pf)
-{
-	int kn = -1, pn = -2;
-
-	ASSERT_SAME(ioctl(kfd, FIONREAD, &kn), pp_ioctl(pf, FIONREAD, &pn));
-	ASSERT_EQ(kn, pn);
-}
-
 static void same_flags(int kfd, struct pp_file *pf)
 {
 	ASSERT_SAME(fcntl(kfd, F_GETFL), pp_fcntl(pf, F_GETFL));
@@ -92,7 +84,7 @@ static int test_kernel_pipe(void)
 	SAME_WRITE(b[1], w, 0, 5);
 	SAME_WRITE(b[1], w, 5, 70000);				/* partial */
 	SAME_WRITE(b[1], w, 0, 1);				/* EAGAIN */
-	same_fionread(b[0], r);
+	ASSERT_SAME_FIONREAD(b[0], r);
 	same_poll(b[0], r, POLLIN | POLLOUT);
 	same_poll(b[1], w, POLLIN | POLLOUT);
 	ASSERT_SAME(kreadv(b[0], kv, 2), pp_readv(r, pv, 2));
@@ -194,7 +186,7 @@ static int test_regular_file(void)
 	SAME_READ(b, f, 5000);
 	ASSERT_SAME(kreadv(b, kv, 2), pp_readv(f, pv, 2));
 	ASSERT_MEM_EQ(kb, ppb, 100);
-	same_fionread(b, f);
+	ASSERT_SAME_FIONREAD(b, f);
 	same_poll(b, f, POLLIN | POLLOUT);
 	same_poll(b, f, 0);
 	SAME_WRITE(b, f, 0, 3000);		/* overwrites at the position */
@@ -249,7 +241,7 @@ static int socket_kind(int type)
 	same_poll(b[0], f0, POLLIN | POLLOUT);
 	SAME_WRITE(b[1], f1, 0, 100);
 	SAME_WRITE(b[1], f1, 100, 50);
-	same_fionread(b[0], f0);
+	ASSERT_SAME_FIONREAD(b[0], f0);
 	same_poll(b[0], f0, POLLIN | POLLOUT);
 	SAME_READ(b[0], f0, 30);		/* a datagram: the rest is gone */
 	SAME_READ(b[0], f0, 1000);

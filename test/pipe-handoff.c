@@ -74,22 +74,6 @@ static pthread_t start_reader(struct reader *r)
 	return th;
 }
 
-static int kfionread(int fd)
-{
-	int n = -1;
-
-	ASSERT_EQ(ioctl(fd, FIONREAD, &n), 0);
-	return n;
-}
-
-static int pfionread(struct pp_file *f)
-{
-	int n = -1;
-
-	ASSERT_EQ(pp_ioctl(f, FIONREAD, &n), 0);
-	return n;
-}
-
 /*
  * One blocked read of the segment sizes rseg[] (a size of -1 is a segment
  * with a NULL base of 64 bytes) against one writev of wseg[], on both
@@ -144,11 +128,11 @@ static void blocked_read_case(const int *rseg, int nr, const int *wseg, int nw, 
 	for (int i = 0; i < nr; i++)
 		if (kbuf[i])
 			ASSERT_MEM_EQ(kbuf[i], pbuf[i], kr.iov[i].iov_len + 1);
-	ASSERT_EQ(pfionread(e[0]), kfionread(k[0]));
+	ASSERT_EQ(t_fionread(e[0]), t_kfionread(k[0]));
 	/* The rest, in the order written. */
 	ASSERT_SAME(fcntl(k[0], F_SETFL, O_NONBLOCK), pp_fcntl(e[0], F_SETFL, O_NONBLOCK));
 	for (;;) {
-		int before = kfionread(k[0]);
+		int before = t_kfionread(k[0]);
 
 		ASSERT_SAME_READ(k[0], e[0], 1000);
 		if (!before)

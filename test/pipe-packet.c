@@ -13,67 +13,40 @@
 
 static char src[70000];
 
-struct pair {
-	struct pp_file *p[2];
-	int k[2];
-};
-
-static void open_pair(struct pair *x, int flags)
-{
-	t_pipe2(x->p, flags);
-	t_kpipe2(x->k, flags);
-}
-
-static void close_pair(struct pair *x)
-{
-	close(x->k[0]);
-	close(x->k[1]);
-	pp_close(x->p[0]);
-	pp_close(x->p[1]);
-}
-
-static void same_fionread(struct pair *x)
-{
-	int kn = -1, pn = -2;
-
-	ASSERT_SAME(ioctl(x->k[0], FIONREAD, &kn), pp_ioctl(x->p[0], FIONREAD, &pn));
-	ASSERT_EQ(kn, pn);
-}
-
 #define SAME_WRITE(x, off, n) \
 	ASSERT_SAME(write((x)->k[1], src + (off), (n)), pp_write((x)->p[1], src + (off), (n)))
 
 static int test_one_write_one_packet(void)
 {
-	struct pair x;
+	struct t_pair x;
 
-	open_pair(&x, O_DIRECT | O_NONBLOCK);
+	t_pair_open(&x, O_DIRECT | O_NONBLOCK);
 	SAME_WRITE(&x, 0, 3);
 	SAME_WRITE(&x, 3, 4);
 	SAME_WRITE(&x, 7, 1);
 	SAME_WRITE(&x, 8, 4096);
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	ASSERT_SAME_READ(x.k[0], x.p[0], 100);	/* 3: one packet, not 8 */
 	ASSERT_SAME_READ(x.k[0], x.p[0], 2);	/* 2 of 4: the rest is gone */
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	ASSERT_SAME_READ(x.k[0], x.p[0], 100);	/* the 1-byte packet */
 	ASSERT_SAME_READ(x.k[0], x.p[0], 1);	/* 1 of 4096 */
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	ASSERT_SAME_READ(x.k[0], x.p[0], 100);	/* EAGAIN */
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
 static int test_large_writes_split(void)
 {
-	struct pair x;
+	struct t_pair x;
 
 	src[0] = 1;
-	open_pair(&x, O_DIRECT | O_NONBLOCK);
+	t_pair_open(&x, O_DIRECT | O_NONBLOCK);
 	SAME_WRITE(&x, 0, 10000);		/* 4096 + 4096 + 1808 */
 	SAME_WRITE(&x, 0, 4097);		/* 4096 + 1 */
 	SAME_WRITE(&x, 0, 8192);		/* 4096 + 4096 */
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	for (int i = 0; i < 8; i++)
 		ASSERT_SAME_READ(x.k[0], x.p[0], 65536);
 	/* 16 slots: a non-blocking 70000 takes 16 packets. */
@@ -81,15 +54,15 @@ static int test_large_writes_split(void)
 	SAME_WRITE(&x, 0, 1);
 	for (int i = 0; i < 17; i++)
 		ASSERT_SAME_READ(x.k[0], x.p[0], 5000);
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
 static int test_zero_length_write(void)
 {
-	struct pair x;
+	struct t_pair x;
 
-	open_pair(&x, O_DIRECT | O_NONBLOCK);
+	t_pair_open(&x, O_DIRECT | O_NONBLOCK);
 	SAME_WRITE(&x, 0, 0);
 	ASSERT_SAME_READ(x.k[0], x.p[0], 10);	/* EAGAIN: no empty packet */
 	SAME_WRITE(&x, 0, 5);
@@ -98,13 +71,13 @@ static int test_zero_length_write(void)
 	ASSERT_SAME_READ(x.k[0], x.p[0], 100);
 	ASSERT_SAME_READ(x.k[0], x.p[0], 100);
 	ASSERT_SAME_READ(x.k[0], x.p[0], 100);
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
 static int test_readv_writev(void)
 {
-	struct pair x;
+	struct t_pair x;
 	char kb[4000], pb[4000];
 	struct iovec kv[3] = { { kb, 1000 }, { kb + 1000, 1000 }, { kb + 2000, 2000 } };
 	struct iovec pv[3] = { { pb, 1000 }, { pb + 1000, 1000 }, { pb + 2000, 2000 } };
@@ -112,7 +85,7 @@ static int test_readv_writev(void)
 
 	for (size_t i = 0; i < sizeof(src); i++)
 		src[i] = (char)t_pattern(i, 5);
-	open_pair(&x, O_DIRECT | O_NONBLOCK);
+	t_pair_open(&x, O_DIRECT | O_NONBLOCK);
 	/* One writev is one packet. */
 	ASSERT_SAME(writev(x.k[1], wv, 3), pp_writev(x.p[1], wv, 3));
 	SAME_WRITE(&x, 0, 3000);
@@ -123,9 +96,9 @@ static int test_readv_writev(void)
 	ASSERT_MEM_EQ(kb, pb, 3000);
 	ASSERT_SAME(readv(x.k[0], kv, 2), pp_readv(x.p[0], pv, 2));	/* 2000 of 3000 */
 	ASSERT_MEM_EQ(kb, pb, 2000);
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	ASSERT_SAME(readv(x.k[0], kv, 3), pp_readv(x.p[0], pv, 3));	/* EAGAIN */
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
@@ -135,13 +108,13 @@ static int test_getfl(void)
 				     O_DIRECT | O_CLOEXEC, O_DIRECT | O_NONBLOCK | O_CLOEXEC };
 
 	for (unsigned i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
-		struct pair x;
+		struct t_pair x;
 
-		open_pair(&x, flags[i]);
+		t_pair_open(&x, flags[i]);
 		/* O_DIRECT belongs to the write end only. */
 		ASSERT_SAME(fcntl(x.k[0], F_GETFL), pp_fcntl(x.p[0], F_GETFL));
 		ASSERT_SAME(fcntl(x.k[1], F_GETFL), pp_fcntl(x.p[1], F_GETFL));
-		close_pair(&x);
+		t_pair_close(&x);
 	}
 	return 0;
 }
@@ -149,9 +122,9 @@ static int test_getfl(void)
 /* F_SETFL O_DIRECT on a pipe made without it, and back. */
 static int test_setfl_direct(void)
 {
-	struct pair x;
+	struct t_pair x;
 
-	open_pair(&x, O_NONBLOCK);
+	t_pair_open(&x, O_NONBLOCK);
 	ASSERT_SAME(fcntl(x.k[1], F_SETFL, O_DIRECT | O_NONBLOCK),
 		    pp_fcntl(x.p[1], F_SETFL, O_DIRECT | O_NONBLOCK));
 	ASSERT_SAME(fcntl(x.k[1], F_GETFL), pp_fcntl(x.p[1], F_GETFL));
@@ -173,16 +146,16 @@ static int test_setfl_direct(void)
 	SAME_WRITE(&x, 3, 3);
 	ASSERT_SAME_READ(x.k[0], x.p[0], 4);
 	ASSERT_SAME_READ(x.k[0], x.p[0], 100);
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
 /* A read goes through plain buffers into a packet and stops after it. */
 static int test_plain_then_packets(void)
 {
-	struct pair x;
+	struct t_pair x;
 
-	open_pair(&x, O_DIRECT | O_NONBLOCK);
+	t_pair_open(&x, O_DIRECT | O_NONBLOCK);
 	SAME_WRITE(&x, 0, 3);			/* packet */
 	ASSERT_SAME(fcntl(x.k[1], F_SETFL, O_NONBLOCK), pp_fcntl(x.p[1], F_SETFL, O_NONBLOCK));
 	SAME_WRITE(&x, 3, 5);			/* plain: a new buffer, not merged into the packet */
@@ -191,13 +164,13 @@ static int test_plain_then_packets(void)
 		    pp_fcntl(x.p[1], F_SETFL, O_NONBLOCK | O_DIRECT));
 	SAME_WRITE(&x, 13, 4096);		/* packet */
 	SAME_WRITE(&x, 13, 7);			/* packet */
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	ASSERT_SAME_READ(x.k[0], x.p[0], 100);	/* the first packet: 3 */
 	ASSERT_SAME_READ(x.k[0], x.p[0], 100);	/* 10 plain + 90 of the 4096 packet */
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	ASSERT_SAME_READ(x.k[0], x.p[0], 100);	/* the 7 packet */
 	ASSERT_SAME_READ(x.k[0], x.p[0], 100);
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 
@@ -209,19 +182,19 @@ static int test_plain_then_packets(void)
  */
 static int test_setfl_direct_merges_into_plain(void)
 {
-	struct pair x;
+	struct t_pair x;
 
-	open_pair(&x, O_NONBLOCK);
+	t_pair_open(&x, O_NONBLOCK);
 	SAME_WRITE(&x, 0, 3);			/* plain, CAN_MERGE */
 	ASSERT_SAME(fcntl(x.k[1], F_SETFL, O_NONBLOCK | O_DIRECT),
 		    pp_fcntl(x.p[1], F_SETFL, O_NONBLOCK | O_DIRECT));
 	SAME_WRITE(&x, 3, 2);			/* kernel: merged into the first page */
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	SAME_WRITE(&x, 5, 65536);		/* the slots left tell whether it merged */
-	same_fionread(&x);
+	t_pair_same_fionread(&x);
 	ASSERT_SAME_READ(x.k[0], x.p[0], 100);
 	ASSERT_SAME_READ(x.k[0], x.p[0], 100);
-	close_pair(&x);
+	t_pair_close(&x);
 	return 0;
 }
 

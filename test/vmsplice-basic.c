@@ -17,46 +17,18 @@
 
 #define PG 4096
 
-struct env {
-	int k[2];
-	struct pp_file *p[2];
-};
-
-static void env_init(struct env *e, int flags)
-{
-	t_kpipe2(e->k, flags);
-	t_pipe2(e->p, flags);
-}
-
-static void env_fini(struct env *e)
-{
-	for (int i = 0; i < 2; i++) {
-		if (e->k[i] >= 0) close(e->k[i]);
-		if (e->p[i]) pp_close(e->p[i]);
-	}
-}
-
-static void same_fionread(struct env *e)
-{
-	int kn, pn;
-
-	ASSERT_EQ(ioctl(e->k[0], FIONREAD, &kn), 0);
-	ASSERT_EQ(pp_ioctl(e->p[0], FIONREAD, &pn), 0);
-	ASSERT_EQ(kn, pn);
-}
-
 #define VMS_W(iov, n, fl) ASSERT_SAME(vmsplice(e.k[1], (iov), (n), (fl)), pp_vmsplice(e.p[1], (iov), (n), (fl)))
 #define READ_SAME(n) ASSERT_SAME_READ(e.k[0], e.p[0], (n))
 
 static int test_by_reference(void)
 {
-	struct env e;
+	struct t_pair e;
 	unsigned char *km = aligned_alloc(PG, 2 * PG), *pm = aligned_alloc(PG, 2 * PG);
 	struct iovec ki = { km + 100, PG }, pi = { pm + 100, PG };
 	unsigned char kb[PG], pb[PG];
 
 	ASSERT_TRUE(km && pm);
-	env_init(&e, 0);
+	t_pair_open(&e, 0);
 	t_fill(km, 2 * PG, 0, 71);
 	t_fill(pm, 2 * PG, 0, 71);
 	ASSERT_SAME(vmsplice(e.k[1], &ki, 1, 0), pp_vmsplice(e.p[1], &pi, 1, 0));
@@ -70,7 +42,7 @@ static int test_by_reference(void)
 	ASSERT_MEM_EQ(kb, pb, PG);
 	ASSERT_MEM_EQ(pb + 100, "CHANGED", 7);
 	ASSERT_MEM_EQ(pb + PG - 100 + 50, "LATER", 5);
-	env_fini(&e);
+	t_pair_close(&e);
 	free(km);
 	free(pm);
 	return T_EXIT_PASS;
@@ -79,12 +51,12 @@ static int test_by_reference(void)
 /* A write after vmsplice makes a new buffer: the caller's memory is never written. */
 static int test_never_merged_into(void)
 {
-	struct env e;
+	struct t_pair e;
 	unsigned char *km = aligned_alloc(PG, PG), *pm = aligned_alloc(PG, PG);
 	struct iovec ki = { km, 5 }, pi = { pm, 5 };
 
 	ASSERT_TRUE(km && pm);
-	env_init(&e, 0);
+	t_pair_open(&e, 0);
 	memset(km, '.', PG);
 	memset(pm, '.', PG);
 	memcpy(km, "hello", 5);
@@ -94,7 +66,7 @@ static int test_never_merged_into(void)
 	ASSERT_MEM_EQ(pm + 5, "...", 3);
 	ASSERT_MEM_EQ(km + 5, "...", 3);
 	READ_SAME(100);
-	env_fini(&e);
+	t_pair_close(&e);
 	free(km);
 	free(pm);
 	return T_EXIT_PASS;
@@ -102,12 +74,12 @@ static int test_never_merged_into(void)
 
 static int test_read_end_copies(void)
 {
-	struct env e;
+	struct t_pair e;
 	unsigned char src[20000], kb[20000], pb[20000];
 	struct iovec ki[3] = { { kb, 100 }, { kb + 100, 0 }, { kb + 200, 19000 } };
 	struct iovec pi[3] = { { pb, 100 }, { pb + 100, 0 }, { pb + 200, 19000 } };
 
-	env_init(&e, 0);
+	t_pair_open(&e, 0);
 	t_fill(src, sizeof(src), 0, 72);
 	ASSERT_EQ(write(e.k[1], src, sizeof(src)), 20000);
 	ASSERT_EQ(t_write_full(e.p[1], src, sizeof(src)), 20000);
@@ -125,7 +97,7 @@ static int test_read_end_copies(void)
 	close(e.k[1]); e.k[1] = -1;
 	pp_close(e.p[1]); e.p[1] = NULL;
 	ASSERT_SAME(vmsplice(e.k[0], ki, 3, 0), pp_vmsplice(e.p[0], pi, 3, 0));
-	env_fini(&e);
+	t_pair_close(&e);
 	return T_EXIT_PASS;
 }
 
@@ -159,14 +131,14 @@ static void *unblock(void *arg)
  */
 static int test_only_splice_f_nonblock(void)
 {
-	struct env e;
+	struct t_pair e;
 	static char fill[65536];
 	char mem[10];
 	struct iovec iov = { mem, 10 };
 	struct unblocker u;
 	pthread_t th;
 
-	env_init(&e, O_NONBLOCK);
+	t_pair_open(&e, O_NONBLOCK);
 	ASSERT_EQ(write(e.k[1], fill, sizeof(fill)), 65536);
 	ASSERT_EQ(t_write_full(e.p[1], fill, sizeof(fill)), 65536);
 	/* Write end, full. */
@@ -180,10 +152,10 @@ static int test_only_splice_f_nonblock(void)
 	ASSERT_EQ(pthread_create(&th, NULL, unblock, &u), 0);
 	ASSERT_EQ(pp_vmsplice(e.p[1], &iov, 1, 0), 10);
 	t_join(th, NULL, 10);
-	env_fini(&e);
+	t_pair_close(&e);
 
 	/* Read end, empty. */
-	env_init(&e, O_NONBLOCK);
+	t_pair_open(&e, O_NONBLOCK);
 	ASSERT_SAME(vmsplice(e.k[0], &iov, 1, SPLICE_F_NONBLOCK), pp_vmsplice(e.p[0], &iov, 1, SPLICE_F_NONBLOCK));
 	ASSERT_ERRNO(pp_vmsplice(e.p[0], &iov, 1, SPLICE_F_NONBLOCK), EAGAIN);
 	/* Plain read() does honour O_NONBLOCK. */
@@ -197,44 +169,44 @@ static int test_only_splice_f_nonblock(void)
 	ASSERT_EQ(pp_vmsplice(e.p[0], &iov, 1, 0), 10);
 	t_join(th, NULL, 10);
 	ASSERT_MEM_EQ(mem, "uuuuuuuuuu", 10);
-	env_fini(&e);
+	t_pair_close(&e);
 	return T_EXIT_PASS;
 }
 
 static int test_iov_max(void)
 {
-	struct env e;
+	struct t_pair e;
 	static struct iovec iov[1025];
 	static char mem[1025];
 
-	env_init(&e, O_NONBLOCK);
+	t_pair_open(&e, O_NONBLOCK);
 	for (int i = 0; i < 1025; i++)
 		iov[i] = (struct iovec){ mem + i, 1 };
 	VMS_W(iov, 1025, 0);
 	ASSERT_ERRNO(pp_vmsplice(e.p[1], iov, 1025, 0), EINVAL);
 	VMS_W(iov, (size_t)1 << 20, 0);
-	same_fionread(&e);
+	t_pair_same_fionread(&e);
 	/* 1024 is allowed: as many as fit (16 one-byte buffers). */
 	VMS_W(iov, 1024, SPLICE_F_NONBLOCK);
-	same_fionread(&e);
+	t_pair_same_fionread(&e);
 	READ_SAME(2000);
 	/* The read side has the same limit. */
 	ASSERT_SAME(vmsplice(e.k[0], iov, 1025, 0), pp_vmsplice(e.p[0], iov, 1025, 0));
-	env_fini(&e);
+	t_pair_close(&e);
 	return T_EXIT_PASS;
 }
 
 static int test_null_base(void)
 {
-	struct env e;
+	struct t_pair e;
 	char mem[100];
 	struct iovec bad = { NULL, 10 }, zero = { NULL, 0 };
 
 	memset(mem, 'm', sizeof(mem));
-	env_init(&e, O_NONBLOCK);
+	t_pair_open(&e, O_NONBLOCK);
 	VMS_W(&bad, 1, 0);
 	ASSERT_ERRNO(pp_vmsplice(e.p[1], &bad, 1, 0), EFAULT);
-	same_fionread(&e);
+	t_pair_same_fionread(&e);
 	/* NULL with length 0 is skipped: total 0 returns 0. */
 	VMS_W(&zero, 1, 0);
 	/* A NULL iovec array with a count. */
@@ -244,26 +216,26 @@ static int test_null_base(void)
 	ASSERT_EQ(write(e.k[1], "abc", 3), 3);
 	ASSERT_EQ(pp_write(e.p[1], "abc", 3), 3);
 	ASSERT_SAME(vmsplice(e.k[0], &bad, 1, SPLICE_F_NONBLOCK), pp_vmsplice(e.p[0], &bad, 1, SPLICE_F_NONBLOCK));
-	same_fionread(&e);
+	t_pair_same_fionread(&e);
 	READ_SAME(10);
-	same_fionread(&e);
-	env_fini(&e);
+	t_pair_same_fionread(&e);
+	t_pair_close(&e);
 	return T_EXIT_PASS;
 }
 
 /* NULL base in a later segment: the kernel queues the segments before it (a short count). */
 static int test_null_base_later_segment(void)
 {
-	struct env e;
+	struct t_pair e;
 	char mem[100];
 	struct iovec iov[2] = { { mem, 100 }, { NULL, 10 } };
 
 	memset(mem, 'm', sizeof(mem));
-	env_init(&e, O_NONBLOCK);
+	t_pair_open(&e, O_NONBLOCK);
 	VMS_W(iov, 2, 0);
-	same_fionread(&e);
+	t_pair_same_fionread(&e);
 	READ_SAME(1000);
-	env_fini(&e);
+	t_pair_close(&e);
 	return T_EXIT_PASS;
 }
 
@@ -288,23 +260,23 @@ static char *hole(size_t len)
 
 static int test_unmapped(void)
 {
-	struct env e;
+	struct t_pair e;
 	char mem[100], *m;
 	struct iovec gone, mix[2];
 
 	memset(mem, 'm', sizeof(mem));
-	env_init(&e, O_NONBLOCK);
+	t_pair_open(&e, O_NONBLOCK);
 	m = hole(4 * PG);
 	gone = (struct iovec){ m + 10, 100 };
 	VMS_W(&gone, 1, 0);
 	ASSERT_ERRNO(pp_vmsplice(e.p[1], &gone, 1, 0), EFAULT);
-	same_fionread(&e);
+	t_pair_same_fionread(&e);
 	/* Good memory, then unmapped: the good part goes in, on both. */
 	m = hole(4 * PG);
 	mix[0] = (struct iovec){ mem, 100 };
 	mix[1] = (struct iovec){ m + 10, 100 };
 	VMS_W(mix, 2, 0);
-	same_fionread(&e);
+	t_pair_same_fionread(&e);
 	READ_SAME(1000);
 	/* Read end into unmapped memory. */
 	ASSERT_EQ(write(e.k[1], "abc", 3), 3);
@@ -312,17 +284,17 @@ static int test_unmapped(void)
 	m = hole(4 * PG);
 	gone = (struct iovec){ m + 10, 100 };
 	ASSERT_SAME(vmsplice(e.k[0], &gone, 1, 0), pp_vmsplice(e.p[0], &gone, 1, 0));
-	same_fionread(&e);
-	env_fini(&e);
+	t_pair_same_fionread(&e);
+	t_pair_close(&e);
 	return T_EXIT_PASS;
 }
 
 /* A region that runs off the end of a mapping into a hole: the kernel queues the mapped head. */
 static int test_unmapped_tail(void)
 {
-	struct env e;
+	struct t_pair e;
 
-	env_init(&e, O_NONBLOCK);
+	t_pair_open(&e, O_NONBLOCK);
 	{
 		char *two = mmap(NULL, 2 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		struct iovec edge;
@@ -338,26 +310,26 @@ static int test_unmapped_tail(void)
 		}
 		edge = (struct iovec){ two + PG - 10, 20 };
 		VMS_W(&edge, 1, 0);
-		same_fionread(&e);
+		t_pair_same_fionread(&e);
 		READ_SAME(100);
 		munmap(two, PG);
 	}
-	env_fini(&e);
+	t_pair_close(&e);
 	return T_EXIT_PASS;
 }
 
 static int test_zero_length_segments(void)
 {
-	struct env e;
+	struct t_pair e;
 	char a[5] = "aaaaa", b[5] = "bbbbb", c[3] = "ccc";
 	struct iovec iov[6] = { { a, 0 }, { b, 5 }, { NULL, 0 }, { c, 3 }, { a, 0 }, { (void *)1, 0 } };
 	struct iovec none[3] = { { a, 0 }, { NULL, 0 }, { b, 0 } };
 
-	env_init(&e, O_NONBLOCK);
+	t_pair_open(&e, O_NONBLOCK);
 	VMS_W(iov, 6, 0);
 	VMS_W(none, 3, 0);
 	VMS_W(none, 0, 0);
-	same_fionread(&e);
+	t_pair_same_fionread(&e);
 	{
 		char x[16];
 
@@ -367,20 +339,20 @@ static int test_zero_length_segments(void)
 	}
 	/* Zero total on a read end: 0 without waiting. */
 	ASSERT_SAME(vmsplice(e.k[0], none, 3, 0), pp_vmsplice(e.p[0], none, 3, 0));
-	env_fini(&e);
+	t_pair_close(&e);
 	return T_EXIT_PASS;
 }
 
 static int test_gift_and_flags(void)
 {
-	struct env e;
+	struct t_pair e;
 	unsigned char *km = aligned_alloc(PG, 2 * PG), *pm = aligned_alloc(PG, 2 * PG);
 	struct iovec ki = { km, 2 * PG }, pi = { pm, 2 * PG };
 
 	ASSERT_TRUE(km && pm);
 	t_fill(km, 2 * PG, 0, 73);
 	t_fill(pm, 2 * PG, 0, 73);
-	env_init(&e, 0);
+	t_pair_open(&e, 0);
 	ASSERT_SAME(vmsplice(e.k[1], &ki, 1, SPLICE_F_GIFT), pp_vmsplice(e.p[1], &pi, 1, SPLICE_F_GIFT));
 	ASSERT_SAME(vmsplice(e.k[1], &ki, 1, SPLICE_F_GIFT | SPLICE_F_MOVE | SPLICE_F_MORE),
 		    pp_vmsplice(e.p[1], &pi, 1, SPLICE_F_GIFT | SPLICE_F_MOVE | SPLICE_F_MORE));
@@ -392,7 +364,7 @@ static int test_gift_and_flags(void)
 	/* Unknown flags. */
 	ASSERT_SAME(vmsplice(e.k[1], &ki, 1, 0x10), pp_vmsplice(e.p[1], &pi, 1, 0x10));
 	ASSERT_SAME(vmsplice(e.k[0], &ki, 1, 0x10), pp_vmsplice(e.p[0], &pi, 1, 0x10));
-	env_fini(&e);
+	t_pair_close(&e);
 	free(km);
 	free(pm);
 	return T_EXIT_PASS;
@@ -400,13 +372,13 @@ static int test_gift_and_flags(void)
 
 static int test_not_a_pipe_and_epipe(void)
 {
-	struct env e;
+	struct t_pair e;
 	char path[64], mem[10] = "0123456789";
 	int fd = t_tmpfile(NULL, 10, 74, path);
 	struct pp_file *pf = pp_fdopen(fd);
 	struct iovec iov = { mem, 10 };
 
-	env_init(&e, 0);
+	t_pair_open(&e, 0);
 	ASSERT_SAME(vmsplice(-1, &iov, 1, 0), pp_vmsplice(NULL, &iov, 1, 0));
 	ASSERT_SAME(vmsplice(fd, &iov, 1, 0), pp_vmsplice(pf, &iov, 1, 0));
 	/* A file of the caller's (pp_file_new) is not a pipe either: EBADF like a regular file. */
@@ -427,7 +399,7 @@ static int test_not_a_pipe_and_epipe(void)
 	pp_close(pf);
 	close(fd);
 	unlink(path);
-	env_fini(&e);
+	t_pair_close(&e);
 	return T_EXIT_PASS;
 }
 
@@ -455,7 +427,7 @@ static int test_not_a_pipe_zero_total(void)
 /* Partial: as many pages as there are free slots, one buffer per page touched. */
 static int test_partial_fill(void)
 {
-	struct env e;
+	struct t_pair e;
 	size_t len = 20 * PG;
 	unsigned char *km = aligned_alloc(PG, len + PG), *pm = aligned_alloc(PG, len + PG);
 	struct iovec ki = { km + 1000, len }, pi = { pm + 1000, len };
@@ -463,13 +435,13 @@ static int test_partial_fill(void)
 	ASSERT_TRUE(km && pm);
 	t_fill(km, len + PG, 0, 75);
 	t_fill(pm, len + PG, 0, 75);
-	env_init(&e, 0);
+	t_pair_open(&e, 0);
 	ASSERT_SAME(write(e.k[1], "w", 1), pp_write(e.p[1], "w", 1));
 	ASSERT_SAME(vmsplice(e.k[1], &ki, 1, 0), pp_vmsplice(e.p[1], &pi, 1, 0));
-	same_fionread(&e);
+	t_pair_same_fionread(&e);
 	ASSERT_SAME(vmsplice(e.k[1], &ki, 1, SPLICE_F_NONBLOCK), pp_vmsplice(e.p[1], &pi, 1, SPLICE_F_NONBLOCK));
 	READ_SAME(len * 2);
-	env_fini(&e);
+	t_pair_close(&e);
 	free(km);
 	free(pm);
 	return T_EXIT_PASS;
