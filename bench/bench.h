@@ -346,7 +346,7 @@ static inline const char *bench_fmt_size(char *buf, size_t sz, size_t n)
 /* A benchmark's banner: its name, what it measures, and the time per case. */
 static inline void bench_title(const char *name, const char *what)
 {
-	printf("\n== %s: %s (%.1f s per case, PP_BENCH_SECONDS) ==\n", name, what,
+	printf("\n== %s: %s (%g s per case, PP_BENCH_SECONDS) ==\n", name, what,
 	       bench_seconds());
 }
 

@@ -142,12 +142,11 @@ struct idle_case {
 	long pipes;
 };
 
-static char traffic_buf[65536];
+static char traffic_buf[65536], sink_buf[65536];
 
 /* Push len bytes through the pipe and drain it: 0 or an errno. */
 static int carry(bool pp, struct pp_file **ends, int *fds, size_t len)
 {
-	static char sink[65536];
 	size_t got = 0;
 	ssize_t n;
 
@@ -155,7 +154,8 @@ static int carry(bool pp, struct pp_file **ends, int *fds, size_t len)
 	if (n != (ssize_t)len)
 		return n < 0 ? errno : EIO;
 	while (got < len) {
-		n = pp ? pp_read(ends[0], sink, sizeof(sink)) : read(fds[0], sink, sizeof(sink));
+		n = pp ? pp_read(ends[0], sink_buf, sizeof(sink_buf))
+		       : read(fds[0], sink_buf, sizeof(sink_buf));
 		if (n <= 0)
 			return n < 0 ? errno : EIO;
 		got += (size_t)n;
@@ -170,16 +170,23 @@ static struct idle_res idle_child(const struct idle_case *c)
 	int *fds = NULL;
 	double rss0, slab0, kmem0, v;
 
-	/* Allocate and touch the arrays now, so their pages are not the pipes'. */
+	/*
+	 * Allocate and touch the arrays and buffers now, so that their pages
+	 * are not counted as the pipes' (not with zeros: calloc, or a
+	 * compiler that makes malloc + memset(0) into calloc, touches none).
+	 */
 	if (c->pp)
-		ends = calloc((size_t)c->pipes * 2, sizeof(*ends));
+		ends = malloc((size_t)c->pipes * 2 * sizeof(*ends));
 	else
-		fds = calloc((size_t)c->pipes * 2, sizeof(*fds));
+		fds = malloc((size_t)c->pipes * 2 * sizeof(*fds));
 	if (!ends && !fds) {
 		r.err = ENOMEM;
 		return r;
 	}
+	memset(ends ? (void *)ends : (void *)fds, 0xff,
+	       (size_t)c->pipes * 2 * (ends ? sizeof(*ends) : sizeof(*fds)));
 	memset(traffic_buf, 0x5a, sizeof(traffic_buf));
+	memset(sink_buf, 0xa5, sizeof(sink_buf));
 	rss0 = rss_bytes();
 	slab0 = slab_bytes();
 	kmem0 = kmem_bytes();

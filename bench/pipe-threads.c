@@ -32,10 +32,13 @@
  * show a fast figure: its cell reads "n/a (EBADMSG)"; a byte count that
  * differs between the writers and the readers reads "n/a (EIO)".
  *
- * Every run is a forked child (bench.h), so the "pp RSS" column, the
- * largest peak RSS growth over the runs, is what the pagepipe itself held
- * (the buffers and threads exist before it is sampled); it must stay near
- * the pipe's capacity.  Runs of a row go kernel, pagepipe, limit, kernel,
+ * Every run is a forked child (bench.h), so the RSS columns, the largest
+ * peak RSS growth over the runs, are the run's own: the buffers and
+ * threads exist before the start is sampled, and what the kernel column
+ * still shows (a few hundred KiB: the child faulting in shared text after
+ * fork, thread stacks) is the harness's, so the pagepipe's own memory is
+ * the difference; it must stay near the pipe's capacity whatever the size
+ * or duration.  Runs of a row go kernel, pagepipe, limit, kernel,
  * ... so that a change in the machine's load hits every column alike; each
  * cell is the median of the runs.
  *
@@ -398,11 +401,15 @@ static void xfer_run(void *arg, struct bench_res *res)
 		res->err = ENOMEM;
 		return;
 	}
-	/* Touch the buffers now so that their pages are not counted as the pipe's. */
+	/*
+	 * Touch the buffers now so that their pages are not counted as the
+	 * pipe's.  Not with zeros: the compiler may turn malloc + memset(0)
+	 * into calloc, which touches nothing.
+	 */
 	memset(x->wbuf, 0x5a, x->size);
-	memset(x->rbuf, 0, x->rlen);
+	memset(x->rbuf, 0xa5, x->rlen);
 	if (x->impl == LIMIT)
-		memset(x->c.ring->data, 0, ring_cap);
+		memset(x->c.ring->data, 0xa5, ring_cap);
 	pthread_barrier_init(&x->go, NULL, 3);
 	if (pthread_create(&wt, NULL, xfer_writer, x) ||
 	    pthread_create(&rt, NULL, xfer_reader, x)) {
@@ -607,6 +614,7 @@ static void *rtt_ping(void *arg)
 	unsigned int spins = 0;
 	double deadline;
 	uint64_t i, v;
+	ssize_t n;
 
 	bench_pin_self(r->pin, 0);
 	pthread_barrier_wait(&r->go);
@@ -625,7 +633,7 @@ static void *rtt_ping(void *arg)
 		r->err0 = write_all(&r->a, msg, RTT_SIZE);
 		if (r->err0)
 			break;
-		ssize_t n = read_full(&r->b, msg, RTT_SIZE);
+		n = read_full(&r->b, msg, RTT_SIZE);
 
 		memcpy(&v, msg, 8);
 		if (n < 0)
@@ -779,8 +787,8 @@ static const char *fmt_rss(char *buf, size_t sz, const struct cell *c)
 
 static void heading(const char *title, enum bench_pin pin, const char *unit)
 {
-	printf("\n### %s, %s\n\n%s, median of %u run%s of %.2f s; pp = pagepipe\n\n", title,
-	       bench_pin_name(pin), unit, runs, runs == 1 ? "" : "s", secs);
+	printf("\n### %s, %s\n\nMedian of %u run%s of %.2f s; pp = pagepipe; %s.\n\n", title,
+	       bench_pin_name(pin), runs, runs == 1 ? "" : "s", secs, unit);
 }
 
 /*
@@ -812,14 +820,16 @@ static void table_xfer(bool msg, enum bench_pin pin, const size_t *sizes, unsign
 {
 	heading(msg ? "msg: 1 writer -> 1 reader, each read one whole message"
 		    : "stream: 1 writer -> 1 reader, reads of max(64 KiB, size)",
-		pin, "MB/s (10^6 B/s); pp RSS: largest peak RSS growth of a pagepipe run, KiB");
-	printf("| size | kernel MB/s | pagepipe MB/s | limit MB/s | pp/kernel | pp/limit | pp RSS KiB |\n");
-	printf("|-----:|------------:|--------------:|-----------:|----------:|---------:|-----------:|\n");
+		pin, "MB/s (10^6 B/s); RSS: largest peak RSS growth of a run, KiB");
+	printf("| size | kernel MB/s | pagepipe MB/s | limit MB/s | pp/kernel | pp/limit "
+	       "| kernel RSS | pp RSS |\n");
+	printf("|-----:|------------:|--------------:|-----------:|----------:|---------:"
+	       "|-----------:|-------:|\n");
 	for (unsigned int s = 0; s < nsizes; s++) {
 		struct xfer x[NIMPL];
 		void *args[NIMPL];
 		struct cell c[NIMPL];
-		char a[32], b[32], d[32], e[32], f[32], g[32], h[32];
+		char a[32], b[32], d[32], e[32], f[32], g[32], h[32], k[32];
 
 		for (int i = 0; i < NIMPL; i++) {
 			x[i] = (struct xfer){ .impl = (enum impl)i, .msg = msg, .size = sizes[s],
@@ -827,14 +837,14 @@ static void table_xfer(bool msg, enum bench_pin pin, const size_t *sizes, unsign
 			args[i] = &x[i];
 		}
 		run_row(xfer_run, args, c, false);
-		printf("| %s | %s | %s | %s | %s | %s | %s |\n",
+		printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n",
 		       bench_fmt_size(a, sizeof(a), sizes[s]),
 		       fmt_cell(b, sizeof(b), &c[KERN], "%.1f"),
 		       fmt_cell(d, sizeof(d), &c[PP], "%.1f"),
 		       fmt_cell(e, sizeof(e), &c[LIMIT], "%.1f"),
 		       fmt_ratio(f, sizeof(f), &c[PP], &c[KERN]),
 		       fmt_ratio(g, sizeof(g), &c[PP], &c[LIMIT]),
-		       fmt_rss(h, sizeof(h), &c[PP]));
+		       fmt_rss(k, sizeof(k), &c[KERN]), fmt_rss(h, sizeof(h), &c[PP]));
 		fflush(stdout);
 	}
 }
@@ -845,9 +855,10 @@ static void table_fan(enum bench_pin pin)
 	static const int shape[][2] = { { 4, 1 }, { 1, 4 } };
 
 	heading("fan: 4 writers -> 1 reader, 1 writer -> 4 readers, one pipe", pin,
-		"MB/s (10^6 B/s), all readers together; no limit row (an SPSC ring has no such form)");
-	printf("| threads | size | kernel MB/s | pagepipe MB/s | pp/kernel | pp RSS KiB |\n");
-	printf("|--------:|-----:|------------:|--------------:|----------:|-----------:|\n");
+		"MB/s (10^6 B/s), all readers together; RSS: largest peak RSS growth of a run, KiB; "
+		"no limit row (an SPSC ring has no such form)");
+	printf("| threads | size | kernel MB/s | pagepipe MB/s | pp/kernel | kernel RSS | pp RSS |\n");
+	printf("|--------:|-----:|------------:|--------------:|----------:|-----------:|-------:|\n");
 	for (unsigned int k = 0; k < 2; k++) {
 		for (unsigned int s = 0; s < 2; s++) {
 			struct fan fk = { .impl = KERN, .size = sizes[s], .nw = shape[k][0],
@@ -855,16 +866,16 @@ static void table_fan(enum bench_pin pin)
 			struct fan fp = fk;
 			void *args[NIMPL] = { &fk, &fp, NULL };
 			struct cell c[NIMPL];
-			char a[32], b[32], d[32], e[32], f[32];
+			char a[32], b[32], d[32], e[32], f[32], g[32];
 
 			fp.impl = PP;
 			run_row(fan_run, args, c, false);
-			printf("| %dw -> %dr | %s | %s | %s | %s | %s |\n", shape[k][0], shape[k][1],
+			printf("| %dw -> %dr | %s | %s | %s | %s | %s | %s |\n", shape[k][0], shape[k][1],
 			       bench_fmt_size(a, sizeof(a), sizes[s]),
 			       fmt_cell(b, sizeof(b), &c[KERN], "%.1f"),
 			       fmt_cell(d, sizeof(d), &c[PP], "%.1f"),
 			       fmt_ratio(e, sizeof(e), &c[PP], &c[KERN]),
-			       fmt_rss(f, sizeof(f), &c[PP]));
+			       fmt_rss(g, sizeof(g), &c[KERN]), fmt_rss(f, sizeof(f), &c[PP]));
 			fflush(stdout);
 		}
 	}
