@@ -820,7 +820,10 @@ static void table_xfer(bool msg, enum bench_pin pin, const size_t *sizes, unsign
 {
 	heading(msg ? "msg: 1 writer -> 1 reader, each read one whole message"
 		    : "stream: 1 writer -> 1 reader, reads of max(64 KiB, size)",
-		pin, "MB/s (10^6 B/s); RSS: largest peak RSS growth of a run, KiB");
+		pin, msg ? "MB/s (10^6 B/s); each read asks for one message, and above PIPE_BUF "
+			   "(4 KiB) the reader loops until the message is complete; RSS: largest "
+			   "peak RSS growth of a run, KiB"
+			 : "MB/s (10^6 B/s); RSS: largest peak RSS growth of a run, KiB");
 	printf("| size | kernel MB/s | pagepipe MB/s | limit MB/s | pp/kernel | pp/limit "
 	       "| kernel RSS | pp RSS |\n");
 	printf("|-----:|------------:|--------------:|-----------:|----------:|---------:"
@@ -854,7 +857,9 @@ static void table_fan(enum bench_pin pin)
 	static const size_t sizes[] = { 512, 4096 };
 	static const int shape[][2] = { { 4, 1 }, { 1, 4 } };
 
-	heading("fan: 4 writers -> 1 reader, 1 writer -> 4 readers, one pipe", pin,
+	heading(pin == BENCH_PIN_SPLIT ? "fan: 4 writers -> 1 reader, 1 writer -> 4 readers, one pipe "
+					 "(split: no writer shares a CPU with a reader)"
+				       : "fan: 4 writers -> 1 reader, 1 writer -> 4 readers, one pipe", pin,
 		"MB/s (10^6 B/s), all readers together; RSS: largest peak RSS growth of a run, KiB; "
 		"no limit row (an SPSC ring has no such form)");
 	printf("| threads | size | kernel MB/s | pagepipe MB/s | pp/kernel | kernel RSS | pp RSS |\n");
@@ -927,7 +932,7 @@ int main(int argc, char **argv)
 {
 	static const size_t def_sizes[] = { 64, 4096, 65536, 1048576 };
 	size_t sizes[16];
-	unsigned int nsizes = 0, tables = 0, nmodes = 0;
+	unsigned int nsizes = 0, tables = 0, nmodes = 0, t;
 	bool pick = false;
 	enum bench_pin modes[2];
 	struct pp_file *ends[2];
@@ -944,10 +949,11 @@ int main(int argc, char **argv)
 			want[opt == 'k' ? KERN : opt == 'p' ? PP : LIMIT] = true;
 			break;
 		case 't':
-			tables |= !strcmp(optarg, "stream") ? T_STREAM : !strcmp(optarg, "msg") ? T_MSG
-				: !strcmp(optarg, "fan") ? T_FAN : !strcmp(optarg, "rtt") ? T_RTT : 0;
-			if (!tables)
+			t = !strcmp(optarg, "stream") ? T_STREAM : !strcmp(optarg, "msg") ? T_MSG
+			  : !strcmp(optarg, "fan") ? T_FAN : !strcmp(optarg, "rtt") ? T_RTT : 0;
+			if (!t)
 				bench_die("pipe-threads: -t stream|msg|fan|rtt, not '%s'", optarg);
+			tables |= t;
 			break;
 		default:
 			bench_die("usage: pipe-threads [-k] [-p] [-l] [-t stream|msg|fan|rtt]... [size ...]");
