@@ -24,7 +24,10 @@
  * of the pipe's capacity: writes copy in, reads copy out, with the same
  * sizes as the pipes get, and a waiting side spins.  It is what the
  * hardware allows for this copy-in, copy-out contract, so pp/limit says
- * how far pagepipe is from it.
+ * how far pagepipe is from it.  A pipe that hands a write straight to a
+ * reader waiting on an empty ring (one copy where the ring makes two) can
+ * beat it: pp/limit above 1x, mostly at 64 KiB and up, is that, not an
+ * error.
  *
  * Integrity: the first 8 bytes of every write (message) carry its sequence
  * number (in fan, the writer's index in the top byte), and the reader
