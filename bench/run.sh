@@ -21,8 +21,8 @@
 #   the top of each
 #   PP_BENCH_PIN=split|same|none   one thread layout only (default: both
 #                        where there are two CPUs)
-# With the defaults the whole run takes about 3 minutes on 2 CPUs (about
-# 1.5 of them pipe-threads); PP_BENCH_QUICK=1 about 1 minute.
+# With the defaults the whole run takes about 2.5 minutes on 2 CPUs (about
+# 1.2 of them pipe-threads); PP_BENCH_QUICK=1 about half a minute.
 
 B=${B:-build}
 cd "$(dirname "$0")/.." || exit 1
