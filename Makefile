@@ -98,10 +98,11 @@ $(B)/test/%: test/%.c $(B)/test/helpers.o $(STATIC) test/helpers.h $(HDRS)
 	@$(if $(Q),echo "  TEST    $@")
 	$(Q)$(CC) $(CFLAGS) -Isrc -o $@ $< $(B)/test/helpers.o $(STATIC) $(LDFLAGS)
 
+# Benches see only the public API (no -Isrc), so they build against any core.
 $(B)/bench/%: bench/%.c $(STATIC) $(wildcard bench/*.h)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  BENCH   $@")
-	$(Q)$(CC) $(CFLAGS) -Isrc -o $@ $< $(STATIC) $(LDFLAGS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS)
 
 $(B)/examples/%: examples/%.c $(STATIC)
 	@mkdir -p $(@D)

@@ -4,9 +4,16 @@
  * a forked child per case and the result printer.
  *
  * Benchmarks print numbers and never judge them: the exit status says only
- * whether the program could run (0), not whether it was fast.  Each case
- * runs for PP_BENCH_SECONDS (default 1) so that `make bench` stays within a
- * few minutes on a small machine; set it higher for steadier numbers.
+ * whether the program could run (0), not whether it was fast.  The knobs,
+ * all environment variables:
+ *
+ *   PP_BENCH_SECONDS  seconds per case, or per run of a case where a bench
+ *                     takes medians (each bench says its default; 1 here);
+ *   PP_BENCH_RUNS     runs per case for benches that report medians
+ *                     (default 5);
+ *   PP_BENCH_QUICK    set (to anything but 0) for a smoke run: 1 run of
+ *                     0.05 s per case unless the two above say otherwise;
+ *   PP_BENCH_PIN      thread placement, see bench_pin_mode().
  */
 #ifndef PP_BENCH_H
 #define PP_BENCH_H
@@ -42,19 +49,81 @@ static inline double bench_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Seconds per case, from PP_BENCH_SECONDS; a bad value means the default. */
-static inline double bench_seconds(void)
+/* PP_BENCH_QUICK: a smoke run, which shows the bench works, not how fast. */
+static inline bool bench_quick(void)
+{
+	const char *s = getenv("PP_BENCH_QUICK");
+
+	return s && *s && strcmp(s, "0");
+}
+
+/*
+ * Seconds per case (or per run), from PP_BENCH_SECONDS; unset or bad means
+ * def, or 0.05 in quick mode.
+ */
+static inline double bench_seconds_or(double def)
 {
 	const char *s = getenv("PP_BENCH_SECONDS");
 	double v;
 	char *end;
 
+	if (bench_quick())
+		def = 0.05;
 	if (!s || !*s)
-		return 1.0;
+		return def;
 	v = strtod(s, &end);
 	if (*end || !(v > 0.0) || v > 3600.0)
-		return 1.0;
+		return def;
 	return v;
+}
+
+static inline double bench_seconds(void)
+{
+	return bench_seconds_or(1.0);
+}
+
+/* Runs per case, from PP_BENCH_RUNS (1 to 99): default 5, or 1 in quick mode. */
+static inline unsigned int bench_runs(void)
+{
+	const char *s = getenv("PP_BENCH_RUNS");
+	unsigned int def = bench_quick() ? 1 : 5;
+	unsigned long v;
+	char *end;
+
+	if (!s || !*s)
+		return def;
+	v = strtoul(s, &end, 10);
+	if (*end || !v || v > 99)
+		return def;
+	return (unsigned int)v;
+}
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of v[0..n), which it sorts; 0 for n == 0. */
+static inline double bench_median(double *v, unsigned int n)
+{
+	if (!n)
+		return 0.0;
+	qsort(v, n, sizeof(*v), bench_cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The body of a spin-wait loop: tells an SMT sibling it may have the core. */
+static inline void bench_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
 }
 
 /* Peak resident set of this process, in KiB (ru_maxrss is KiB on Linux). */
@@ -95,14 +164,28 @@ static inline const char *bench_pin_name(enum bench_pin m)
 	return m == BENCH_PIN_NONE ? "none" : m == BENCH_PIN_SAME ? "same CPU" : "split CPUs";
 }
 
-/* Pin the calling thread as role 0 (writer) or 1 (reader) of the pair. */
-static inline void bench_pin_self(enum bench_pin m, int role)
+/*
+ * Pin the calling thread, thread idx of its side (side 0: the nw writers,
+ * side 1: the nr readers).  Split CPUs gives every thread a CPU of its own
+ * when there are enough, writers first; with fewer, the writers share the
+ * first half of the allowed CPUs and the readers the second half, so that
+ * no writer ever shares a CPU with a reader.  Same CPU puts all on the
+ * first allowed CPU.
+ */
+static inline void bench_pin_thread(enum bench_pin m, int side, int idx, int nw, int nr)
 {
 	cpu_set_t set, one;
-	int seen = 0, want = m == BENCH_PIN_SPLIT ? role : 0;
+	int seen = 0, want = 0, ncpu, half;
 
 	if (m == BENCH_PIN_NONE || sched_getaffinity(0, sizeof(set), &set))
 		return;
+	ncpu = CPU_COUNT(&set);
+	if (m == BENCH_PIN_SPLIT && ncpu >= nw + nr) {
+		want = side ? nw + idx : idx;
+	} else if (m == BENCH_PIN_SPLIT && ncpu >= 2) {
+		half = ncpu / 2;
+		want = side ? half + idx % (ncpu - half) : idx % half;
+	}
 	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
 		if (!CPU_ISSET(cpu, &set) || seen++ != want)
 			continue;
@@ -112,6 +195,12 @@ static inline void bench_pin_self(enum bench_pin m, int role)
 		(void)pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
 		return;
 	}
+}
+
+/* Pin the calling thread as role 0 (writer) or 1 (reader) of the pair. */
+static inline void bench_pin_self(enum bench_pin m, int role)
+{
+	bench_pin_thread(m, role, 0, 1, 1);
 }
 
 static inline double bench_mbps(uint64_t bytes, double secs)
@@ -257,7 +346,7 @@ static inline const char *bench_fmt_size(char *buf, size_t sz, size_t n)
 /* A benchmark's banner: its name, what it measures, and the time per case. */
 static inline void bench_title(const char *name, const char *what)
 {
-	printf("\n== %s: %s (%.1f s per case, PP_BENCH_SECONDS) ==\n", name, what,
+	printf("\n== %s: %s (%g s per case, PP_BENCH_SECONDS) ==\n", name, what,
 	       bench_seconds());
 }
 

@@ -1,61 +1,309 @@
 // SPDX-License-Identifier: MIT
 /*
- * pipe-threads.c - thread-to-thread throughput: a pagepipe against a kernel
- * pipe with the same layout, one writer thread and one reader thread, at
- * write sizes from 64 B to 1 MiB.
+ * pipe-threads.c - threads talking through one pipe: a pagepipe against a
+ * kernel pipe and against the limit row, side by side in one run, every
+ * table in both layouts (split CPUs: writers and readers pinned to
+ * different CPUs; same CPU: all pinned to one).
  *
- * Both pipes keep their default capacity (64 KiB), the writer writes its
- * size for PP_BENCH_SECONDS and closes, and the reader reads with a buffer
- * of max(64 KiB, size) until EOF; the rate is the bytes the reader got over
- * the time until it saw EOF.  Each case runs in a forked child so that its
- * peak RSS is its own: the growth shown is sampled after the buffers and
- * threads exist, so it is what the pipe held, and it must stay near the
- * pipe's capacity whatever the size or duration.
+ *   stream  1 writer -> 1 reader, writes of 64 B to 1 MiB, reads of
+ *           max(64 KiB, size) bytes: a byte stream.
+ *   msg     1 writer -> 1 reader, the same writes, and each read asks for
+ *           exactly one write's size: message passing.  Up to PIPE_BUF
+ *           (4096) a kernel pipe returns a whole message per read; above
+ *           it the reader loops until the message is complete (so does it
+ *           on every pipe whenever a read comes back short).
+ *   fan     4 writers -> 1 reader and 1 writer -> 4 readers, messages of
+ *           512 B and 4 KiB (<= PIPE_BUF, so writes are atomic and each
+ *           read of that size gets one whole message).  No limit row: an
+ *           SPSC ring has no many-writer or many-reader form.
+ *   rtt     a 64 B round trip: one thread writes a message into pipe A,
+ *           the other reads it and writes it back through pipe B; ns per
+ *           round trip.  The limit row is two spinning flags (atomic ints).
  *
- * Threads are pinned as PP_BENCH_PIN says (bench.h); by default both the
- * split-CPU and the same-CPU layouts are shown.
+ * The limit row is a minimal lock-free SPSC byte ring (struct ring below)
+ * of the pipe's capacity: writes copy in, reads copy out, with the same
+ * sizes as the pipes get, and a waiting side spins.  It is what the
+ * hardware allows for this copy-in, copy-out contract, so pp/limit says
+ * how far pagepipe is from it.  A pipe that hands a write straight to a
+ * reader waiting on an empty ring (one copy where the ring makes two) can
+ * beat it: pp/limit above 1x, mostly at 64 KiB and up, is that, not an
+ * error.
  *
- * Usage: pipe-threads [-k | -p] [size ...]   (-k kernel only, -p pagepipe only;
- * sizes in bytes, with K or M).  One side alone is what a profiler wants.
+ * Integrity: the first 8 bytes of every write (message) carry its sequence
+ * number (in fan, the writer's index in the top byte), and the reader
+ * checks each one, so a pipe that loses, reorders or tears data cannot
+ * show a fast figure: its cell reads "n/a (EBADMSG)"; a byte count that
+ * differs between the writers and the readers reads "n/a (EIO)".
+ *
+ * Every run is a forked child (bench.h), so the RSS columns, the largest
+ * peak RSS growth over the runs, are the run's own: the buffers and
+ * threads exist before the start is sampled, and what the kernel column
+ * still shows (a few hundred KiB: the child faulting in shared text after
+ * fork, thread stacks) is the harness's, so the pagepipe's own memory is
+ * the difference; it must stay near the pipe's capacity whatever the size
+ * or duration.  Runs of a row go kernel, pagepipe, limit, kernel,
+ * ... so that a change in the machine's load hits every column alike; each
+ * cell is the median of the runs.
+ *
+ * Knobs (environment): PP_BENCH_RUNS runs per cell (default 5);
+ * PP_BENCH_SECONDS seconds per run (default 0.2 here); PP_BENCH_QUICK=1 a
+ * smoke run (1 run of 0.05 s); PP_BENCH_PIN=split|same|none one layout
+ * only.  With the defaults the whole program takes about 75 s on 2 CPUs.
+ *
+ * Usage: pipe-threads [-k] [-p] [-l] [-t stream|msg|fan|rtt]... [size ...]
+ *   -k, -p, -l  only the kernel, pagepipe, limit columns (combinable);
+ *               one side alone is what a profiler wants
+ *   -t TABLE    only these tables (repeatable)
+ *   size        write sizes for stream and msg, in bytes, with K or M
  */
 #include "bench.h"
 
-#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+
+#define MAX_RUNS	99
+#define FAN_MAX		4
+#define RTT_SIZE	64
+#define DEF_SECONDS	0.2
+
+enum impl { KERN, PP, LIMIT, NIMPL };
+
+/* ---------------------------------------------------------------------- */
+/* The limit row: a minimal lock-free SPSC byte ring. */
+
+/*
+ * head and tail count bytes ever written and ever read; the ring holds
+ * head - tail bytes at data[tail & mask] onwards.  Each index has one
+ * writer: head the producer, tail the consumer.
+ *
+ * Ordering.  The producer copies bytes into the free space and then stores
+ * head with release; the consumer loads head with acquire before it copies
+ * those bytes out, so it sees them complete.  The other way round, the
+ * consumer copies bytes out and then stores tail with release; the
+ * producer loads tail with acquire before it writes into that space again,
+ * so its writes cannot overtake the consumer's reads of the old bytes.
+ * closed is stored (release) after the last head store, so a consumer
+ * that sees it (acquire) and then finds head == tail has seen everything.
+ * Each side also keeps its last view of the other's index on its own
+ * cache line and reloads it only when that view says there is no room (or
+ * nothing to read): a stale view only understates what is available.
+ */
+struct ring {
+	/* The producer's line. */
+	_Alignas(64) _Atomic uint64_t head;
+	uint64_t tail_seen;
+	/* The consumer's line. */
+	_Alignas(64) _Atomic uint64_t tail;
+	uint64_t head_seen;
+	/* Written once or never. */
+	_Alignas(64) atomic_bool closed;
+	char *data;
+	size_t cap;		/* a power of two */
+	bool yield;		/* both sides on one CPU: a spin would waste its slice */
+};
+
+static void ring_wait(const struct ring *r, unsigned int *spins)
+{
+	/*
+	 * Split CPUs: spin.  Still yield now and then, as a preempted peer on
+	 * a loaded machine would otherwise cost a whole time slice.
+	 */
+	if (r->yield || !(++*spins & 1023))
+		sched_yield();
+	else
+		bench_cpu_relax();
+}
+
+static void ring_write(struct ring *r, const char *buf, size_t len)
+{
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	unsigned int spins = 0;
+
+	while (len) {
+		size_t room = r->cap - (size_t)(head - r->tail_seen), n, off, first;
+
+		if (!room) {
+			r->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
+			if (r->tail_seen == head - r->cap) {
+				ring_wait(r, &spins);
+				continue;
+			}
+			room = r->cap - (size_t)(head - r->tail_seen);
+		}
+		n = len < room ? len : room;
+		off = head & (r->cap - 1);
+		first = n < r->cap - off ? n : r->cap - off;
+		memcpy(r->data + off, buf, first);
+		memcpy(r->data, buf + first, n - first);
+		head += n;
+		atomic_store_explicit(&r->head, head, memory_order_release);
+		buf += n;
+		len -= n;
+	}
+}
+
+/* Like read(2): at least one byte, up to len, or 0 once closed and empty. */
+static size_t ring_read(struct ring *r, char *buf, size_t len)
+{
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	unsigned int spins = 0;
+	size_t avail, n, off, first;
+
+	while (!(avail = (size_t)(r->head_seen - tail))) {
+		r->head_seen = atomic_load_explicit(&r->head, memory_order_acquire);
+		if (r->head_seen != tail)
+			continue;
+		if (atomic_load_explicit(&r->closed, memory_order_acquire)) {
+			r->head_seen = atomic_load_explicit(&r->head, memory_order_acquire);
+			if (r->head_seen == tail)
+				return 0;
+			continue;
+		}
+		ring_wait(r, &spins);
+	}
+	n = len < avail ? len : avail;
+	off = tail & (r->cap - 1);
+	first = n < r->cap - off ? n : r->cap - off;
+	memcpy(buf, r->data + off, first);
+	memcpy(buf + first, r->data, n - first);
+	atomic_store_explicit(&r->tail, tail + n, memory_order_release);
+	return n;
+}
+
+/* ---------------------------------------------------------------------- */
+/* One channel: a kernel pipe, a pagepipe or a ring, with read(2) manners. */
+
+struct chan {
+	enum impl impl;
+	int fds[2];
+	struct pp_file *ppe[2];
+	struct ring *ring;
+};
+
+static size_t ring_cap = 65536;		/* the pipes' default capacity, from main */
+
+static int chan_open(struct chan *c, enum impl impl, enum bench_pin pin)
+{
+	c->impl = impl;
+	if (impl == KERN)
+		return pipe2(c->fds, 0) ? errno : 0;
+	if (impl == PP)
+		return pp_pipe2(c->ppe, 0) ? errno : 0;
+	c->ring = aligned_alloc(64, sizeof(*c->ring));
+	if (!c->ring)
+		return ENOMEM;
+	memset(c->ring, 0, sizeof(*c->ring));
+	c->ring->cap = ring_cap;
+	c->ring->yield = pin == BENCH_PIN_SAME;
+	c->ring->data = aligned_alloc(4096, ring_cap);
+	if (!c->ring->data)
+		return ENOMEM;
+	return 0;
+}
+
+static ssize_t chan_write(struct chan *c, const void *buf, size_t len)
+{
+	if (c->impl == KERN)
+		return write(c->fds[1], buf, len);
+	if (c->impl == PP)
+		return pp_write(c->ppe[1], buf, len);
+	ring_write(c->ring, buf, len);
+	return (ssize_t)len;
+}
+
+static ssize_t chan_read(struct chan *c, void *buf, size_t len)
+{
+	if (c->impl == KERN)
+		return read(c->fds[0], buf, len);
+	if (c->impl == PP)
+		return pp_read(c->ppe[0], buf, len);
+	return (ssize_t)ring_read(c->ring, buf, len);
+}
+
+static void chan_close_write(struct chan *c)
+{
+	if (c->impl == KERN)
+		close(c->fds[1]);
+	else if (c->impl == PP)
+		pp_close(c->ppe[1]);
+	else
+		atomic_store_explicit(&c->ring->closed, true, memory_order_release);
+}
+
+static void chan_close_read(struct chan *c)
+{
+	if (c->impl == KERN)
+		close(c->fds[0]);
+	else if (c->impl == PP)
+		pp_close(c->ppe[0]);
+}
+
+/* All of buf: 0, or the errno that stopped it. */
+static int write_all(struct chan *c, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = chan_write(c, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* len bytes, fewer only at EOF; or -errno. */
+static ssize_t read_full(struct chan *c, char *buf, size_t len)
+{
+	size_t have = 0;
+
+	while (have < len) {
+		ssize_t n = chan_read(c, buf + have, len - have);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (!n)
+			break;
+		have += (size_t)n;
+	}
+	return (ssize_t)have;
+}
+
+/*
+ * A run that hangs (a pipe that lost a wakeup) must not hang `make bench`:
+ * the child dies of SIGALRM and its cell says so.
+ */
+static void watchdog(double secs)
+{
+	alarm((unsigned int)secs + 60);
+}
+
+/* ---------------------------------------------------------------------- */
+/* stream and msg: one writer, one reader. */
 
 struct xfer {
-	bool pp;			/* a pagepipe, else a kernel pipe */
+	enum impl impl;
+	bool msg;			/* each read asks for exactly size bytes */
 	size_t size;			/* bytes per write */
 	enum bench_pin pin;
 	double secs;			/* how long the writer writes */
-	struct pp_file *ppe[2];
-	int fds[2];
+	struct chan c;
 	pthread_barrier_t go;
 	char *wbuf, *rbuf;
 	size_t rlen;
-	uint64_t got;			/* reader: bytes until EOF */
+	uint64_t sent, got;
 	double t_start, t_end;
-	int werr, rerr;			/* errno each side stopped on, each its own */
+	int werr, rerr;			/* errno each side stopped on */
+	bool rclosed;
 };
 
-static ssize_t xfer_write(struct xfer *x, const void *buf, size_t len)
-{
-	return x->pp ? pp_write(x->ppe[1], buf, len) : write(x->fds[1], buf, len);
-}
-
-static ssize_t xfer_read(struct xfer *x, void *buf, size_t len)
-{
-	return x->pp ? pp_read(x->ppe[0], buf, len) : read(x->fds[0], buf, len);
-}
-
-static void xfer_close_write(struct xfer *x)
-{
-	if (x->pp)
-		pp_close(x->ppe[1]);
-	else
-		close(x->fds[1]);
-}
-
-static void *writer(void *arg)
+static void *xfer_writer(void *arg)
 {
 	struct xfer *x = arg;
 	/* Read the clock about every 64 KiB: a vDSO call per 64 B write would show. */
@@ -66,45 +314,73 @@ static void *writer(void *arg)
 	pthread_barrier_wait(&x->go);
 	x->t_start = bench_now();
 	deadline = x->t_start + x->secs;
-	for (uint64_t i = 0;; i++) {
-		size_t done = 0;
-
-		if (i % every == 0 && bench_now() >= deadline)
+	for (uint64_t seq = 0;; seq++) {
+		if (seq % every == 0 && bench_now() >= deadline)
 			break;
-		while (done < x->size) {
-			ssize_t n = xfer_write(x, x->wbuf + done, x->size - done);
-
-			if (n < 0) {
-				if (errno == EINTR)
-					continue;
-				x->werr = errno;
-				goto out;
-			}
-			done += (size_t)n;
-		}
+		if (x->size >= 8)
+			memcpy(x->wbuf, &seq, 8);
+		x->werr = write_all(&x->c, x->wbuf, x->size);
+		if (x->werr)
+			break;
+		x->sent += x->size;
 	}
-out:
-	xfer_close_write(x);
+	chan_close_write(&x->c);
 	return NULL;
 }
 
-static void *reader(void *arg)
+/* Check the sequence numbers at the message starts within [off, off + n). */
+static bool stream_ok(const struct xfer *x, uint64_t off, size_t n)
+{
+	uint64_t k = (off + x->size - 1) / x->size, v;
+
+	for (uint64_t m = k * x->size; m + 8 <= off + n; m += x->size, k++) {
+		memcpy(&v, x->rbuf + (m - off), 8);
+		if (v != k)
+			return false;
+	}
+	return true;
+}
+
+static void *xfer_reader(void *arg)
 {
 	struct xfer *x = arg;
+	uint64_t seq = 0, v;
 
 	bench_pin_self(x->pin, 1);
 	pthread_barrier_wait(&x->go);
 	for (;;) {
-		ssize_t n = xfer_read(x, x->rbuf, x->rlen);
+		ssize_t n;
 
+		if (x->msg) {
+			n = read_full(&x->c, x->rbuf, x->size);
+		} else {
+			n = chan_read(&x->c, x->rbuf, x->rlen);
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				n = -errno;
+			}
+		}
 		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			x->rerr = errno;
+			/* Close so that a blocked writer gets EPIPE rather than hang. */
+			x->rerr = (int)-n;
+			chan_close_read(&x->c);
+			x->rclosed = true;
 			break;
 		}
-		if (n == 0)
+		if (!n)
 			break;
+		if (x->size >= 8 && !x->rerr) {
+			if (x->msg) {
+				memcpy(&v, x->rbuf, 8);
+				if ((size_t)n != x->size || v != seq)
+					x->rerr = EBADMSG;
+				seq++;
+			} else if (!stream_ok(x, x->got, (size_t)n)) {
+				x->rerr = EBADMSG;
+			}
+		}
+		/* After a bad message keep draining, or the writer would block. */
 		x->got += (uint64_t)n;
 	}
 	x->t_end = bench_now();
@@ -112,27 +388,34 @@ static void *reader(void *arg)
 }
 
 /* Runs in the bench_fork() child. */
-static void run_case(void *arg, struct bench_res *res)
+static void xfer_run(void *arg, struct bench_res *res)
 {
 	struct xfer *x = arg;
 	pthread_t wt, rt;
 
-	if (x->pp ? pp_pipe2(x->ppe, 0) : pipe2(x->fds, 0)) {
-		res->err = errno;
+	watchdog(x->secs);
+	res->err = chan_open(&x->c, x->impl, x->pin);
+	if (res->err)
 		return;
-	}
-	x->rlen = x->size > 65536 ? x->size : 65536;
+	x->rlen = x->msg ? x->size : x->size > 65536 ? x->size : 65536;
 	x->wbuf = malloc(x->size);
 	x->rbuf = malloc(x->rlen);
 	if (!x->wbuf || !x->rbuf) {
 		res->err = ENOMEM;
 		return;
 	}
-	/* Touch both buffers now so their pages are not counted as the pipe's. */
+	/*
+	 * Touch the buffers now so that their pages are not counted as the
+	 * pipe's.  Not with zeros: the compiler may turn malloc + memset(0)
+	 * into calloc, which touches nothing.
+	 */
 	memset(x->wbuf, 0x5a, x->size);
-	memset(x->rbuf, 0, x->rlen);
+	memset(x->rbuf, 0xa5, x->rlen);
+	if (x->impl == LIMIT)
+		memset(x->c.ring->data, 0xa5, ring_cap);
 	pthread_barrier_init(&x->go, NULL, 3);
-	if (pthread_create(&wt, NULL, writer, x) || pthread_create(&rt, NULL, reader, x)) {
+	if (pthread_create(&wt, NULL, xfer_writer, x) ||
+	    pthread_create(&rt, NULL, xfer_reader, x)) {
 		res->err = EAGAIN;
 		return;
 	}
@@ -140,13 +423,496 @@ static void run_case(void *arg, struct bench_res *res)
 	pthread_barrier_wait(&x->go);
 	pthread_join(wt, NULL);
 	pthread_join(rt, NULL);
-	if (x->pp)
-		pp_close(x->ppe[0]);
-	else
-		close(x->fds[0]);
+	if (!x->rclosed)
+		chan_close_read(&x->c);
 	res->bytes = x->got;
 	res->secs = x->t_end - x->t_start;
-	res->err = x->werr ? x->werr : x->rerr;
+	res->err = x->werr ? x->werr : x->rerr ? x->rerr : x->sent != x->got ? EIO : 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* fan: nw writers -> nr readers on one pipe. */
+
+struct fan;
+
+struct fan_thr {
+	struct fan *f;
+	int idx;
+	pthread_t t;
+	char *buf;
+	uint64_t msgs;			/* written, or read */
+	uint64_t per[FAN_MAX];		/* reader: the next sequence number of each writer */
+	uint64_t last;			/* reader: the last sequence number seen */
+	uint64_t seqsum;		/* reader: the sum of sequence numbers seen */
+	double t_end;
+	int err;
+};
+
+struct fan {
+	enum impl impl;
+	size_t size;
+	int nw, nr;
+	enum bench_pin pin;
+	double secs;
+	struct chan c;
+	pthread_barrier_t go;
+	double t_start;
+	struct fan_thr w[FAN_MAX], r[FAN_MAX];
+};
+
+#define FAN_SEQ_MASK	((1ull << 56) - 1)
+
+static void *fan_writer(void *arg)
+{
+	struct fan_thr *t = arg;
+	struct fan *f = t->f;
+	uint64_t every = 65536 / f->size, hdr;
+	double deadline;
+
+	bench_pin_thread(f->pin, 0, t->idx, f->nw, f->nr);
+	pthread_barrier_wait(&f->go);
+	deadline = bench_now() + f->secs;
+	for (uint64_t seq = 0;; seq++) {
+		if (seq % every == 0 && bench_now() >= deadline)
+			break;
+		hdr = (uint64_t)t->idx << 56 | seq;
+		memcpy(t->buf, &hdr, 8);
+		t->err = write_all(&f->c, t->buf, f->size);
+		if (t->err)
+			break;
+		t->msgs++;
+	}
+	return NULL;
+}
+
+static void *fan_reader(void *arg)
+{
+	struct fan_thr *t = arg;
+	struct fan *f = t->f;
+	uint64_t v, id, seq;
+
+	bench_pin_thread(f->pin, 1, t->idx, f->nw, f->nr);
+	pthread_barrier_wait(&f->go);
+	for (;;) {
+		ssize_t n = read_full(&f->c, t->buf, f->size);
+
+		if (n < 0) {
+			t->err = (int)-n;
+			break;
+		}
+		if (!n)
+			break;
+		memcpy(&v, t->buf, 8);
+		id = v >> 56;
+		seq = v & FAN_SEQ_MASK;
+		/*
+		 * One reader sees each writer's messages in order; each of
+		 * several readers sees one writer's in increasing order.
+		 */
+		if ((size_t)n != f->size || id >= (uint64_t)f->nw ||
+		    (f->nr == 1 && seq != t->per[id]) ||
+		    (f->nr > 1 && t->msgs && seq <= t->last))
+			t->err = t->err ? t->err : EBADMSG;
+		if (id < (uint64_t)f->nw)
+			t->per[id] = seq + 1;
+		t->last = seq;
+		t->seqsum += seq;
+		t->msgs++;
+	}
+	t->t_end = bench_now();
+	return NULL;
+}
+
+static void fan_run(void *arg, struct bench_res *res)
+{
+	struct fan *f = arg;
+	uint64_t wrote = 0, got = 0, sum = 0, n;
+	double t_end = 0;
+	int i;
+
+	watchdog(f->secs);
+	res->err = chan_open(&f->c, f->impl, f->pin);
+	if (res->err)
+		return;
+	pthread_barrier_init(&f->go, NULL, (unsigned int)(f->nw + f->nr + 1));
+	for (i = 0; i < f->nw + f->nr; i++) {
+		struct fan_thr *t = i < f->nw ? &f->w[i] : &f->r[i - f->nw];
+
+		t->f = f;
+		t->idx = i < f->nw ? i : i - f->nw;
+		t->buf = malloc(f->size);
+		if (!t->buf) {
+			res->err = ENOMEM;
+			return;
+		}
+		memset(t->buf, 0x5a, f->size);
+		if (pthread_create(&t->t, NULL, i < f->nw ? fan_writer : fan_reader, t)) {
+			res->err = EAGAIN;
+			return;
+		}
+	}
+	res->rss_start_kib = bench_peak_rss_kib();
+	pthread_barrier_wait(&f->go);
+	f->t_start = bench_now();
+	for (i = 0; i < f->nw; i++) {
+		pthread_join(f->w[i].t, NULL);
+		wrote += f->w[i].msgs;
+		if (!res->err)
+			res->err = f->w[i].err;
+	}
+	chan_close_write(&f->c);
+	for (i = 0; i < f->nr; i++) {
+		pthread_join(f->r[i].t, NULL);
+		got += f->r[i].msgs;
+		sum += f->r[i].seqsum;
+		if (f->r[i].t_end > t_end)
+			t_end = f->r[i].t_end;
+		if (!res->err)
+			res->err = f->r[i].err;
+	}
+	chan_close_read(&f->c);
+	/* Every message arrived once: by count, and per writer or by sum. */
+	if (!res->err && got != wrote)
+		res->err = EIO;
+	for (i = 0; !res->err && f->nr == 1 && i < f->nw; i++)
+		if (f->r[0].per[i] != f->w[i].msgs)
+			res->err = EIO;
+	n = f->w[0].msgs;
+	if (!res->err && f->nw == 1 && sum != (n ? n * (n - 1) / 2 : 0))
+		res->err = EIO;
+	res->bytes = got * f->size;
+	res->secs = t_end - f->t_start;
+}
+
+/* ---------------------------------------------------------------------- */
+/* rtt: ping-pong through two channels, or two spinning flags. */
+
+struct rtt {
+	enum impl impl;			/* LIMIT: the flags */
+	enum bench_pin pin;
+	double secs;
+	struct chan a, b;		/* a: ping -> pong; b: back */
+	_Alignas(64) _Atomic uint64_t ping;
+	_Alignas(64) _Atomic uint64_t pong;
+	_Alignas(64) pthread_barrier_t go;
+	uint64_t rounds;
+	double t0, t1;
+	int err0, err1;
+};
+
+#define RTT_STOP	UINT64_MAX
+
+static void flag_wait(const struct rtt *r, unsigned int *spins)
+{
+	if (r->pin == BENCH_PIN_SAME || !(++*spins & 1023))
+		sched_yield();
+	else
+		bench_cpu_relax();
+}
+
+static void *rtt_ping(void *arg)
+{
+	struct rtt *r = arg;
+	char msg[RTT_SIZE] = { 0 };
+	unsigned int spins = 0;
+	double deadline;
+	uint64_t i, v;
+	ssize_t n;
+
+	bench_pin_self(r->pin, 0);
+	pthread_barrier_wait(&r->go);
+	r->t0 = bench_now();
+	deadline = r->t0 + r->secs;
+	for (i = 1;; i++) {
+		if (!(i & 255) && bench_now() >= deadline)
+			break;
+		if (r->impl == LIMIT) {
+			atomic_store_explicit(&r->ping, i, memory_order_release);
+			while (atomic_load_explicit(&r->pong, memory_order_acquire) != i)
+				flag_wait(r, &spins);
+			continue;
+		}
+		memcpy(msg, &i, 8);
+		r->err0 = write_all(&r->a, msg, RTT_SIZE);
+		if (r->err0)
+			break;
+		n = read_full(&r->b, msg, RTT_SIZE);
+
+		memcpy(&v, msg, 8);
+		if (n < 0)
+			r->err0 = (int)-n;
+		else if (n != RTT_SIZE || v != i)
+			r->err0 = EBADMSG;
+		if (r->err0)
+			break;
+	}
+	r->t1 = bench_now();
+	r->rounds = i - 1;
+	if (r->impl == LIMIT)
+		atomic_store_explicit(&r->ping, RTT_STOP, memory_order_release);
+	else
+		chan_close_write(&r->a);
+	return NULL;
+}
+
+static void *rtt_pong(void *arg)
+{
+	struct rtt *r = arg;
+	char msg[RTT_SIZE];
+	unsigned int spins = 0;
+	uint64_t last = 0, v;
+
+	bench_pin_self(r->pin, 1);
+	pthread_barrier_wait(&r->go);
+	if (r->impl == LIMIT) {
+		for (;;) {
+			while ((v = atomic_load_explicit(&r->ping, memory_order_acquire)) == last)
+				flag_wait(r, &spins);
+			if (v == RTT_STOP)
+				break;
+			atomic_store_explicit(&r->pong, v, memory_order_release);
+			last = v;
+		}
+		return NULL;
+	}
+	for (;;) {
+		ssize_t n = read_full(&r->a, msg, RTT_SIZE);
+
+		if (n <= 0) {
+			r->err1 = n < 0 ? (int)-n : 0;
+			break;
+		}
+		r->err1 = n != RTT_SIZE ? EBADMSG : write_all(&r->b, msg, RTT_SIZE);
+		if (r->err1)
+			break;
+	}
+	chan_close_write(&r->b);
+	return NULL;
+}
+
+static void rtt_run(void *arg, struct bench_res *res)
+{
+	struct rtt *r = arg;
+	pthread_t pt, qt;
+
+	watchdog(r->secs);
+	if (r->impl != LIMIT) {
+		res->err = chan_open(&r->a, r->impl, r->pin);
+		if (!res->err)
+			res->err = chan_open(&r->b, r->impl, r->pin);
+		if (res->err)
+			return;
+	}
+	pthread_barrier_init(&r->go, NULL, 3);
+	if (pthread_create(&pt, NULL, rtt_ping, r) || pthread_create(&qt, NULL, rtt_pong, r)) {
+		res->err = EAGAIN;
+		return;
+	}
+	res->rss_start_kib = bench_peak_rss_kib();
+	pthread_barrier_wait(&r->go);
+	pthread_join(pt, NULL);
+	pthread_join(qt, NULL);
+	if (r->impl != LIMIT) {
+		chan_close_read(&r->a);
+		chan_close_read(&r->b);
+	}
+	res->bytes = r->rounds;
+	res->secs = r->t1 - r->t0;
+	res->err = r->err0 ? r->err0 : r->err1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Cells, medians and the Markdown tables. */
+
+static unsigned int runs;
+static double secs;
+static bool want[NIMPL] = { true, true, true };
+
+struct cell {
+	double v[MAX_RUNS];
+	unsigned int n;
+	int err;			/* the first run's failure, or BENCH_SKIPPED */
+	long rss_kib;			/* the largest peak RSS growth of a run */
+	double med;
+};
+
+static void cell_add(struct cell *c, const struct bench_res *r, bool ns_per_op)
+{
+	if (c->err)
+		return;
+	if (r->err) {
+		c->err = r->err;
+		return;
+	}
+	if (!r->bytes || r->secs <= 0) {
+		c->err = ENODATA;	/* nothing moved: no rate to show */
+		return;
+	}
+	c->v[c->n++] = ns_per_op ? r->secs * 1e9 / (double)r->bytes : bench_res_mbps(r);
+	if (r->rss_peak_kib - r->rss_start_kib > c->rss_kib)
+		c->rss_kib = r->rss_peak_kib - r->rss_start_kib;
+}
+
+static void cell_done(struct cell *c)
+{
+	if (!c->err)
+		c->med = bench_median(c->v, c->n);
+}
+
+static const char *fmt_cell(char *buf, size_t sz, const struct cell *c, const char *fmt)
+{
+	if (c->err == BENCH_SKIPPED)
+		snprintf(buf, sz, "-");
+	else if (c->err)
+		snprintf(buf, sz, "n/a (%s)", bench_errname(c->err));
+	else
+		snprintf(buf, sz, fmt, c->med);
+	return buf;
+}
+
+static const char *fmt_ratio(char *buf, size_t sz, const struct cell *a, const struct cell *b)
+{
+	if (a->err || b->err || b->med <= 0)
+		snprintf(buf, sz, "-");
+	else
+		snprintf(buf, sz, "%.2fx", a->med / b->med);
+	return buf;
+}
+
+static const char *fmt_rss(char *buf, size_t sz, const struct cell *c)
+{
+	if (c->err)
+		snprintf(buf, sz, "-");
+	else
+		snprintf(buf, sz, "%+ld", c->rss_kib);
+	return buf;
+}
+
+static void heading(const char *title, enum bench_pin pin, const char *unit)
+{
+	printf("\n### %s, %s\n\nMedian of %u run%s of %.2f s; pp = pagepipe; %s.\n\n", title,
+	       bench_pin_name(pin), runs, runs == 1 ? "" : "s", secs, unit);
+}
+
+/*
+ * Run fn over the chosen implementations runs times, interleaved; args[i]
+ * is the argument for implementation i (NULL: no such column).
+ */
+static void run_row(bench_fn fn, void *args[NIMPL], struct cell cells[NIMPL], bool ns)
+{
+	for (int i = 0; i < NIMPL; i++) {
+		memset(&cells[i], 0, sizeof(cells[i]));
+		if (!want[i] || !args[i])
+			cells[i].err = BENCH_SKIPPED;
+	}
+	for (unsigned int r = 0; r < runs; r++) {
+		for (int i = 0; i < NIMPL; i++) {
+			struct bench_res res;
+
+			if (cells[i].err)
+				continue;
+			res = bench_fork(fn, args[i]);
+			cell_add(&cells[i], &res, ns);
+		}
+	}
+	for (int i = 0; i < NIMPL; i++)
+		cell_done(&cells[i]);
+}
+
+static void table_xfer(bool msg, enum bench_pin pin, const size_t *sizes, unsigned int nsizes)
+{
+	heading(msg ? "msg: 1 writer -> 1 reader, each read one whole message"
+		    : "stream: 1 writer -> 1 reader, reads of max(64 KiB, size)",
+		pin, msg ? "MB/s (10^6 B/s); each read asks for one message, and above PIPE_BUF "
+			   "(4 KiB) the reader loops until the message is complete; RSS: largest "
+			   "peak RSS growth of a run, KiB"
+			 : "MB/s (10^6 B/s); RSS: largest peak RSS growth of a run, KiB");
+	printf("| size | kernel MB/s | pagepipe MB/s | limit MB/s | pp/kernel | pp/limit "
+	       "| kernel RSS | pp RSS |\n");
+	printf("|-----:|------------:|--------------:|-----------:|----------:|---------:"
+	       "|-----------:|-------:|\n");
+	for (unsigned int s = 0; s < nsizes; s++) {
+		struct xfer x[NIMPL];
+		void *args[NIMPL];
+		struct cell c[NIMPL];
+		char a[32], b[32], d[32], e[32], f[32], g[32], h[32], k[32];
+
+		for (int i = 0; i < NIMPL; i++) {
+			x[i] = (struct xfer){ .impl = (enum impl)i, .msg = msg, .size = sizes[s],
+					      .pin = pin, .secs = secs };
+			args[i] = &x[i];
+		}
+		run_row(xfer_run, args, c, false);
+		printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		       bench_fmt_size(a, sizeof(a), sizes[s]),
+		       fmt_cell(b, sizeof(b), &c[KERN], "%.1f"),
+		       fmt_cell(d, sizeof(d), &c[PP], "%.1f"),
+		       fmt_cell(e, sizeof(e), &c[LIMIT], "%.1f"),
+		       fmt_ratio(f, sizeof(f), &c[PP], &c[KERN]),
+		       fmt_ratio(g, sizeof(g), &c[PP], &c[LIMIT]),
+		       fmt_rss(k, sizeof(k), &c[KERN]), fmt_rss(h, sizeof(h), &c[PP]));
+		fflush(stdout);
+	}
+}
+
+static void table_fan(enum bench_pin pin)
+{
+	static const size_t sizes[] = { 512, 4096 };
+	static const int shape[][2] = { { 4, 1 }, { 1, 4 } };
+
+	heading(pin == BENCH_PIN_SPLIT ? "fan: 4 writers -> 1 reader, 1 writer -> 4 readers, one pipe "
+					 "(split: no writer shares a CPU with a reader)"
+				       : "fan: 4 writers -> 1 reader, 1 writer -> 4 readers, one pipe", pin,
+		"MB/s (10^6 B/s), all readers together; RSS: largest peak RSS growth of a run, KiB; "
+		"no limit row (an SPSC ring has no such form)");
+	printf("| threads | size | kernel MB/s | pagepipe MB/s | pp/kernel | kernel RSS | pp RSS |\n");
+	printf("|--------:|-----:|------------:|--------------:|----------:|-----------:|-------:|\n");
+	for (unsigned int k = 0; k < 2; k++) {
+		for (unsigned int s = 0; s < 2; s++) {
+			struct fan fk = { .impl = KERN, .size = sizes[s], .nw = shape[k][0],
+					  .nr = shape[k][1], .pin = pin, .secs = secs };
+			struct fan fp = fk;
+			void *args[NIMPL] = { &fk, &fp, NULL };
+			struct cell c[NIMPL];
+			char a[32], b[32], d[32], e[32], f[32], g[32];
+
+			fp.impl = PP;
+			run_row(fan_run, args, c, false);
+			printf("| %dw -> %dr | %s | %s | %s | %s | %s | %s |\n", shape[k][0], shape[k][1],
+			       bench_fmt_size(a, sizeof(a), sizes[s]),
+			       fmt_cell(b, sizeof(b), &c[KERN], "%.1f"),
+			       fmt_cell(d, sizeof(d), &c[PP], "%.1f"),
+			       fmt_ratio(e, sizeof(e), &c[PP], &c[KERN]),
+			       fmt_rss(g, sizeof(g), &c[KERN]), fmt_rss(f, sizeof(f), &c[PP]));
+			fflush(stdout);
+		}
+	}
+}
+
+static void table_rtt(enum bench_pin pin)
+{
+	struct rtt r[NIMPL];
+	void *args[NIMPL];
+	struct cell c[NIMPL];
+	char a[32], b[32], d[32], e[32], f[32];
+
+	heading("rtt: 64 B round trip through two pipes (ping-pong)", pin,
+		"ns per round trip, lower is better; limit = two spinning flags (atomic ints), no data");
+	for (int i = 0; i < NIMPL; i++) {
+		memset(&r[i], 0, sizeof(r[i]));
+		r[i].impl = (enum impl)i;
+		r[i].pin = pin;
+		r[i].secs = secs;
+		args[i] = &r[i];
+	}
+	run_row(rtt_run, args, c, true);
+	printf("| size | kernel ns | pagepipe ns | flags ns | pp/kernel | pp/flags |\n");
+	printf("|-----:|----------:|------------:|---------:|----------:|---------:|\n");
+	printf("| 64 | %s | %s | %s | %s | %s |\n",
+	       fmt_cell(a, sizeof(a), &c[KERN], "%.0f"), fmt_cell(b, sizeof(b), &c[PP], "%.0f"),
+	       fmt_cell(d, sizeof(d), &c[LIMIT], "%.0f"),
+	       fmt_ratio(e, sizeof(e), &c[PP], &c[KERN]), fmt_ratio(f, sizeof(f), &c[PP], &c[LIMIT]));
+	fflush(stdout);
 }
 
 static size_t parse_size(const char *s)
@@ -163,47 +929,51 @@ static size_t parse_size(const char *s)
 	return v;
 }
 
-/* One table row: both pipes at one write size. */
-static void run_size(size_t size, enum bench_pin pin, bool want_k, bool want_p)
-{
-	struct xfer xk = { .pp = false, .size = size, .secs = bench_seconds(), .pin = pin };
-	struct xfer xp = { .pp = true, .size = size, .secs = bench_seconds(), .pin = pin };
-	struct bench_res rk = { .err = BENCH_SKIPPED }, rp = { .err = BENCH_SKIPPED };
-	char a[32], b[32], c[32], d[32], e[32], f[32];
-
-	if (want_k)
-		rk = bench_fork(run_case, &xk);
-	if (want_p)
-		rp = bench_fork(run_case, &xp);
-	printf("%-6s %14s %16s %8s %11s %13s\n", bench_fmt_size(a, sizeof(a), size),
-	       bench_fmt_rate(b, sizeof(b), &rk), bench_fmt_rate(c, sizeof(c), &rp),
-	       bench_fmt_ratio(d, sizeof(d), &rp, &rk), bench_fmt_rss(e, sizeof(e), &rk),
-	       bench_fmt_rss(f, sizeof(f), &rp));
-	fflush(stdout);
-}
+enum { T_STREAM = 1, T_MSG = 2, T_FAN = 4, T_RTT = 8, T_ALL = 15 };
 
 int main(int argc, char **argv)
 {
 	static const size_t def_sizes[] = { 64, 4096, 65536, 1048576 };
 	size_t sizes[16];
-	unsigned int nsizes = 0;
-	bool want_k = true, want_p = true;
+	unsigned int nsizes = 0, tables = 0, nmodes = 0, t;
+	bool pick = false;
 	enum bench_pin modes[2];
-	unsigned int nmodes = 0;
 	struct pp_file *ends[2];
-	int fds[2], ksz = -1, psz = -1;
+	int fds[2], ksz = -1, psz = -1, opt;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-k"))
-			want_p = false;
-		else if (!strcmp(argv[i], "-p"))
-			want_k = false;
-		else if (nsizes < 16)
-			sizes[nsizes++] = parse_size(argv[i]);
+	while ((opt = getopt(argc, argv, "kplt:")) != -1) {
+		switch (opt) {
+		case 'k':
+		case 'p':
+		case 'l':
+			if (!pick)
+				want[KERN] = want[PP] = want[LIMIT] = false;
+			pick = true;
+			want[opt == 'k' ? KERN : opt == 'p' ? PP : LIMIT] = true;
+			break;
+		case 't':
+			t = !strcmp(optarg, "stream") ? T_STREAM : !strcmp(optarg, "msg") ? T_MSG
+			  : !strcmp(optarg, "fan") ? T_FAN : !strcmp(optarg, "rtt") ? T_RTT : 0;
+			if (!t)
+				bench_die("pipe-threads: -t stream|msg|fan|rtt, not '%s'", optarg);
+			tables |= t;
+			break;
+		default:
+			bench_die("usage: pipe-threads [-k] [-p] [-l] [-t stream|msg|fan|rtt]... [size ...]");
+		}
 	}
+	for (int i = optind; i < argc; i++)
+		if (nsizes < 16)
+			sizes[nsizes++] = parse_size(argv[i]);
 	if (!nsizes)
 		for (; nsizes < 4; nsizes++)
 			sizes[nsizes] = def_sizes[nsizes];
+	if (!tables)
+		tables = T_ALL;
+	runs = bench_runs();
+	secs = bench_seconds_or(DEF_SECONDS);
+	/* A reader that fails closes its end: the writer must see EPIPE, not die. */
+	signal(SIGPIPE, SIG_IGN);
 
 	/* Say what capacity each side had: the comparison is only fair if equal. */
 	if (!pipe(fds)) {
@@ -216,10 +986,15 @@ int main(int argc, char **argv)
 		pp_close(ends[0]);
 		pp_close(ends[1]);
 	}
+	if (psz >= 4096 && !(psz & (psz - 1)))
+		ring_cap = (size_t)psz;
 
-	bench_title("pipe-threads", "1 writer thread -> 1 reader thread, MB/s (10^6 B/s)");
-	printf("capacity: kernel pipe %d B, pagepipe %d B; reader buffer max(64K, size); "
-	       "RSS = peak growth while running, MiB\n", ksz, psz);
+	printf("\n## pipe-threads: threads through one pipe, kernel vs pagepipe vs limit\n\n");
+	printf("capacity: kernel pipe %d B, pagepipe %d B, limit ring %zu B; "
+	       "PP_BENCH_RUNS=%u, PP_BENCH_SECONDS=%.2f per run%s\n", ksz, psz, ring_cap,
+	       runs, secs, bench_quick() ? " (PP_BENCH_QUICK: a smoke run, not a measurement)" : "");
+	printf("integrity: the first 8 bytes of each write carry a sequence number that the reader "
+	       "checks; a failed check shows n/a (EBADMSG), lost bytes n/a (EIO)\n");
 	/*
 	 * Unless PP_BENCH_PIN picks one, show both layouts: split CPUs is the
 	 * parallel case and pays a cross-CPU wakeup per sleep; one CPU shows
@@ -229,11 +1004,14 @@ int main(int argc, char **argv)
 	if (!getenv("PP_BENCH_PIN") && modes[0] == BENCH_PIN_SPLIT)
 		modes[nmodes++] = BENCH_PIN_SAME;
 	for (unsigned int m = 0; m < nmodes; m++) {
-		printf("\nthreads: %s\n%-6s %14s %16s %8s %11s %13s\n", bench_pin_name(modes[m]),
-		       "size", "kernel MB/s", "pagepipe MB/s", "pp/kern", "kernel RSS",
-		       "pagepipe RSS");
-		for (unsigned int i = 0; i < nsizes; i++)
-			run_size(sizes[i], modes[m], want_k, want_p);
+		if (tables & T_STREAM)
+			table_xfer(false, modes[m], sizes, nsizes);
+		if (tables & T_MSG)
+			table_xfer(true, modes[m], sizes, nsizes);
+		if (tables & T_FAN)
+			table_fan(modes[m]);
+		if (tables & T_RTT)
+			table_rtt(modes[m]);
 	}
 	return 0;
 }
