@@ -40,7 +40,8 @@ static struct pp_pipe *pipe_alloc(void)
 	if (!p)
 		return NULL;
 	memset(p, 0, sizeof(*p));
-	p->slots = calloc(PP_DEF_SLOTS, sizeof(*p->slots));
+	p->ring_size = pp__ring_size_for(PP_DEF_SLOTS);
+	p->slots = calloc(p->ring_size, sizeof(*p->slots));
 	if (!p->slots) {
 		free(p);
 		return NULL;
@@ -48,7 +49,7 @@ static struct pp_pipe *pipe_alloc(void)
 	mutex_init(&p->mutex);
 	mutex_init(&p->rd_mutex);
 	mutex_init(&p->wr_mutex);
-	p->ring_size = p->max_usage = PP_DEF_SLOTS;
+	p->max_usage = PP_DEF_SLOTS;
 	p->readers = p->writers = 1;
 	p->files = 2;
 	p->rd_event_fd = p->wr_event_fd = -1;
@@ -159,7 +160,8 @@ bool pp__slot_seal(struct pp_slot *s)
 			end = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
 			continue;
 		}
-		if ((end & SLOT_END_MASK) != s->buf.offset + s->buf.len)
+		/* Drained: nothing in it; its offset is not ours to read. */
+		if (!(end & SLOT_DRAINED) && (end & SLOT_END_MASK) != s->buf.offset + s->buf.len)
 			return false;
 		if (__atomic_compare_exchange_n(&s->end, &end, end | SLOT_SEALED, false,
 						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -178,7 +180,7 @@ static ssize_t slot_extend(struct pp_pipe *p, struct pp_iov_iter *it, size_t n)
 	unsigned int end = __atomic_load_n(&s->end, __ATOMIC_RELAXED);
 	unsigned int at = end & SLOT_END_MASK;
 
-	if (!(end & SLOT_MERGE) || (end & SLOT_SEALED) || at + n > pp__page_size)
+	if (!(end & SLOT_MERGE) || (end & (SLOT_SEALED | SLOT_DRAINED)) || at + n > pp__page_size)
 		return 0;
 	/* Acquire: a seal that lost this race let go of nothing yet. */
 	if (!__atomic_compare_exchange_n(&s->end, &end, end | SLOT_WRITING, false,
@@ -190,6 +192,42 @@ static ssize_t slot_extend(struct pp_pipe *p, struct pp_iov_iter *it, size_t n)
 	}
 	/* Release: the new bytes before the end that shows them. */
 	__atomic_store_n(&s->end, SLOT_MERGE | (at + (unsigned int)n), __ATOMIC_RELEASE);
+	return (ssize_t)n;
+}
+
+/*
+ * The producer side of SLOT_DRAINED (pipe.h): take the drained last slot
+ * back as a fresh page, filled with up to a page from it.  Returns the
+ * bytes written, 0 if it may not (no such slot, a shared page), or -EFAULT.
+ * With wr_mutex held and a free slot counted.
+ */
+static ssize_t slot_reopen(struct pp_pipe *p, struct pp_iov_iter *it, size_t n)
+{
+	struct pp_slot *s;
+	unsigned int end;
+
+	if (p->head == pp__pipe_tail(p))
+		return 0;
+	s = pp__pipe_slot(p, p->head - 1);
+	end = __atomic_load_n(&s->end, __ATOMIC_RELAXED);
+	if ((end & (SLOT_MERGE | SLOT_DRAINED | SLOT_SEALED)) != (SLOT_MERGE | SLOT_DRAINED))
+		return 0;
+	/* Acquire: the consumer's last copy out of the page is done. */
+	if (!__atomic_compare_exchange_n(&s->end, &end, end | SLOT_WRITING, false,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return 0;
+	/* A page tee or splice shares stays as it is: its bytes are not ours. */
+	if (s->buf.ops != &pp_anon_buf_ops || !pp__page_only_ref(s->buf.page)) {
+		__atomic_store_n(&s->end, end, __ATOMIC_RELEASE);
+		return 0;
+	}
+	if (pp__iter_copy_from(it, s->buf.page, n) < n) {
+		__atomic_store_n(&s->end, end, __ATOMIC_RELEASE);
+		return -EFAULT;
+	}
+	s->buf.offset = 0;
+	/* Release: the offset and the bytes before the end that shows them. */
+	__atomic_store_n(&s->end, SLOT_MERGE | (unsigned int)n, __ATOMIC_RELEASE);
 	return (ssize_t)n;
 }
 
@@ -229,12 +267,39 @@ static void dead_add(struct pp_pipe *p, struct pp__dead *dead, const struct pp_b
 }
 
 /*
+ * Leave the emptied last slot in the ring for the next merge (pipe.h:
+ * SLOT_DRAINED): true if marked, false if bytes arrived meanwhile.
+ */
+static bool slot_drain(struct pp_slot *s)
+{
+	unsigned int end = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
+
+	for (unsigned int spins = 0;; spins++) {
+		if (end & SLOT_DRAINED)
+			return true;
+		if (end & SLOT_WRITING) {
+			if (spins > 64)
+				sched_yield();
+			end = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
+			continue;
+		}
+		if ((end & SLOT_END_MASK) != s->buf.offset + s->buf.len)
+			return false;
+		if (__atomic_compare_exchange_n(&s->end, &end, end | SLOT_DRAINED, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			return true;
+	}
+}
+
+/*
  * Take `bytes` from the front, in order.  A slot may have grown by a merge
  * since it was looked at; it stays if bytes remain.  Emptied slots (and
- * zero-length ones on the way) leave the ring once sealed.  Returns the
- * bytes taken: fewer only when dead filled up.
+ * zero-length ones on the way) leave the ring once sealed, except, with
+ * keep, a last one a writer may still fill.  Returns the bytes taken:
+ * fewer only when dead filled up.
  */
-size_t pp__pipe_consume(struct pp_pipe *p, size_t bytes, bool packets, struct pp__dead *dead)
+static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
+		      struct pp__dead *dead)
 {
 	unsigned int head = pp__pipe_head(p), tail = p->tail, freed = 0;
 	size_t taken = 0;
@@ -244,13 +309,23 @@ size_t pp__pipe_consume(struct pp_pipe *p, size_t bytes, bool packets, struct pp
 		struct pp_buf *buf = &s->buf;
 		size_t n = min_t(size_t, bytes - taken, buf->len);
 
-		buf->offset += (unsigned int)n;
-		buf->len -= (unsigned int)n;
-		taken += n;
-		if (n && packets && (buf->flags & PP_BUF_FLAG_PACKET))
-			buf->len = 0;	/* a short read discards the rest of a packet */
+		if (n) {
+			buf->offset += (unsigned int)n;
+			buf->len -= (unsigned int)n;
+			taken += n;
+			if (packets && (buf->flags & PP_BUF_FLAG_PACKET))
+				buf->len = 0;	/* a short read discards the rest of a packet */
+		}
 		if (buf->len)
 			break;
+		if (keep && tail + 1 == head &&
+		    (__atomic_load_n(&s->end, __ATOMIC_RELAXED) & SLOT_MERGE)) {
+			if (slot_drain(s))
+				pp__pipe_wake_writers(p);	/* a slot's worth of room */
+			else
+				pp__slot_sync(s);		/* more was merged: read on */
+			break;
+		}
 		if (!pp__slot_seal(s)) {
 			pp__slot_sync(s);
 			if (buf->len)
@@ -270,6 +345,16 @@ size_t pp__pipe_consume(struct pp_pipe *p, size_t bytes, bool packets, struct pp
 	if (freed)
 		pp__pipe_wake_writers(p);
 	return taken;
+}
+
+size_t pp__pipe_consume(struct pp_pipe *p, size_t bytes, bool packets, struct pp__dead *dead)
+{
+	return consume(p, bytes, packets, false, dead);
+}
+
+size_t pp__pipe_consume_keep(struct pp_pipe *p, size_t bytes, struct pp__dead *dead)
+{
+	return consume(p, bytes, true, true, dead);
 }
 
 void pp__pipe_release_bufs(struct pp_pipe *p, struct pp_buf *bufs, unsigned int n)
@@ -323,7 +408,7 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 		bool packet;
 		ssize_t r;
 
-		if (p->tail == pp__pipe_head(p)) {
+		if (pp__pipe_empty(p)) {
 			if (ret)
 				break;
 			pp__pipe_unlock_consumer(p);
@@ -363,7 +448,7 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 		}
 		/* Read before the slot may go back to a producer. */
 		packet = buf->flags & PP_BUF_FLAG_PACKET;
-		taken = pp__pipe_consume(p, (size_t)r, true, &dead);
+		taken = pp__pipe_consume_keep(p, (size_t)r, &dead);
 		ret += (ssize_t)taken;
 		if ((size_t)r < n || packet || taken < (size_t)r)
 			break;
@@ -398,7 +483,7 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 	if (!pp__pipe_readers(p))
 		return pp__pipe_epipe(f);
 
-	if (chars && p->head != pp__pipe_tail(p)) {
+	if (chars && !pp__pipe_empty(p)) {
 		ssize_t r = slot_extend(p, it, chars);
 
 		if (r < 0)
@@ -421,7 +506,7 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 				ret = e;
 			break;
 		}
-		free_slots = p->max_usage - (p->head - pp__pipe_tail(p));
+		free_slots = p->max_usage - pp__pipe_occupancy(p);
 		if ((int)free_slots <= 0) {
 			if (nonblock) {
 				if (!ret)
@@ -444,13 +529,26 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 			continue;
 		}
 
+		n = min_t(size_t, psz, left);
+		if (flags == PP_BUF_FLAG_CAN_MERGE && !ret) {
+			ssize_t r = slot_reopen(p, it, n);
+
+			if (r) {
+				if (r < 0) {
+					ret = r;
+					break;
+				}
+				ret = r;
+				left -= n;
+				continue;
+			}
+		}
 		page = pp__page_alloc(p);
 		if (!page) {
 			if (!ret)
 				ret = -ENOMEM;
 			break;
 		}
-		n = min_t(size_t, psz, left);
 		if (pp__iter_copy_from(it, page, n) < n) {
 			/* A fault: the whole pages before it are written, no more. */
 			pp__page_free(p, page);
@@ -517,7 +615,7 @@ ssize_t pp__pipe_add_buf(struct pp_file *f, const struct pp_buf *buf, unsigned i
 			ret = pp__pipe_epipe(f);
 			break;
 		}
-		if (p->head - pp__pipe_tail(p) < p->max_usage) {
+		if (!pp__pipe_full(p)) {
 			pp__pipe_push(p, buf);
 			ret = buf->len;
 			break;

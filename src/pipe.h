@@ -52,17 +52,37 @@ struct pp__loan;
  *                       store end + n                    (release: the bytes are visible)
  *   consumer (sync):    load end (acquire), len = end - offset
  *   consumer (seal):    CAS end -> end | SLOT_SEALED     only when offset == end
+ *   consumer (drain):   CAS end -> end | SLOT_DRAINED    only when offset == end
+ *                                                        (the last slot, below)
  *
  * A consumer frees or moves a drained mergeable slot only after sealing it,
  * and a seal cannot succeed while SLOT_WRITING is set, so no writer ever
  * copies into a page that has been let go (and recycled to some other
  * pipe).  A failed seal means bytes arrived: the consumer syncs and reads
  * on.  offset and len belong to the consumer once the slot is published.
+ *
+ * A reader that empties the last slot leaves it in the ring marked
+ * SLOT_DRAINED instead of freeing it.  It holds no bytes and takes no
+ * capacity (pp__pipe_occupancy does not count it, so the ring has room for
+ * max_usage + 1 slots): to everyone it is as if the kernel had freed it.
+ * But the next write, which in the kernel starts a fresh page in a fresh
+ * slot, reopens it instead when the page is the pipe's alone:
+ *
+ *   producer (reopen):  CAS end -> end | SLOT_WRITING   (only if DRAINED, not SEALED)
+ *                       offset = 0, copy from the page's start
+ *                       store MERGE | n                  (release: offset and bytes)
+ *
+ * so message traffic moves neither head nor tail and allocates no page.
+ * While DRAINED (or reopening), offset is not the consumer's: it syncs
+ * len to 0 without reading it, and seals without comparing it.  A consumer
+ * that finds a drained slot with other slots behind it seals and retires
+ * it; nobody merges into a drained slot (the kernel's pipe is empty).
  */
 #define SLOT_MERGE	0x80000000u
 #define SLOT_SEALED	0x40000000u
 #define SLOT_WRITING	0x20000000u
-#define SLOT_END_MASK	0x1fffffffu
+#define SLOT_DRAINED	0x10000000u
+#define SLOT_END_MASK	0x0fffffffu
 
 struct pp_slot {
 	struct pp_buf buf;
@@ -74,7 +94,7 @@ struct pp_pipe {
 	 * Read-mostly: changed only under both side locks (resize) or once.
 	 */
 	struct pp_slot *slots;
-	unsigned int ring_size;		/* a power of two */
+	unsigned int ring_size;		/* a power of two above max_usage: see SLOT_DRAINED */
 	unsigned int max_usage;		/* slots producers may fill; atomic loads */
 
 	/* The ring lock's fields. */
@@ -137,15 +157,31 @@ static inline unsigned int pp__pipe_writers(const struct pp_pipe *p)
 	return __atomic_load_n(&p->writers, __ATOMIC_ACQUIRE);
 }
 
-/* A glance without locks: exact for the side that holds its own lock. */
+static inline struct pp_slot *pp__pipe_slot(const struct pp_pipe *p, unsigned int index)
+{
+	return &p->slots[index & (p->ring_size - 1)];
+}
+
+/* The slot at tail is a drained one (pipe.h: SLOT_DRAINED); tail != head. */
+static inline bool pp__pipe_tail_drained(const struct pp_pipe *p, unsigned int tail)
+{
+	return __atomic_load_n(&pp__pipe_slot(p, tail)->end, __ATOMIC_ACQUIRE) & SLOT_DRAINED;
+}
+
+/*
+ * Slots holding bytes.  A glance without locks, exact for a side holding
+ * its own lock about its own index; a waiter re-checks after any change.
+ */
 static inline unsigned int pp__pipe_occupancy(const struct pp_pipe *p)
 {
-	return pp__pipe_head(p) - pp__pipe_tail(p);
+	unsigned int tail = pp__pipe_tail(p), head = pp__pipe_head(p);
+
+	return head - tail - (head != tail && pp__pipe_tail_drained(p, tail));
 }
 
 static inline bool pp__pipe_empty(const struct pp_pipe *p)
 {
-	return pp__pipe_head(p) == pp__pipe_tail(p);
+	return pp__pipe_occupancy(p) == 0;
 }
 
 static inline bool pp__pipe_full(const struct pp_pipe *p)
@@ -153,9 +189,10 @@ static inline bool pp__pipe_full(const struct pp_pipe *p)
 	return pp__pipe_occupancy(p) >= pp__pipe_max_usage(p);
 }
 
-static inline struct pp_slot *pp__pipe_slot(const struct pp_pipe *p, unsigned int index)
+/* Rounded up to a power of two with room for one drained slot. */
+static inline unsigned int pp__ring_size_for(unsigned int max_usage)
 {
-	return &p->slots[index & (p->ring_size - 1)];
+	return 2u << (31 - __builtin_clz(max_usage));
 }
 
 static inline struct pp_buf *pp__pipe_buf(const struct pp_pipe *p, unsigned int index)
@@ -163,12 +200,18 @@ static inline struct pp_buf *pp__pipe_buf(const struct pp_pipe *p, unsigned int 
 	return &pp__pipe_slot(p, index)->buf;
 }
 
-/* Consumer: bring len up to what the producer has merged so far. */
+/*
+ * Consumer: bring len up to what the producer has merged so far.  A drained
+ * slot holds nothing, and its offset may be the producer's to rewrite
+ * (pipe.c: slot_reopen), so it is not read.
+ */
 static inline void pp__slot_sync(struct pp_slot *s)
 {
 	unsigned int end = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
 
-	if (end & SLOT_MERGE)
+	if (end & SLOT_DRAINED)
+		s->buf.len = 0;
+	else if (end & SLOT_MERGE)
 		s->buf.len = (end & SLOT_END_MASK) - s->buf.offset;
 }
 
@@ -212,6 +255,8 @@ struct pp__dead {
 unsigned int pp__pipe_snapshot(struct pp_pipe *p, struct pp_buf *snap, unsigned int max,
 			       size_t want, bool packets);
 size_t pp__pipe_consume(struct pp_pipe *p, size_t bytes, bool packets, struct pp__dead *dead);
+/* The same, leaving an emptied last slot with room in the ring (SLOT_DRAINED). */
+size_t pp__pipe_consume_keep(struct pp_pipe *p, size_t bytes, struct pp__dead *dead);
 void pp__pipe_release_dead(struct pp_pipe *p, struct pp__dead *dead);
 void pp__pipe_release_bufs(struct pp_pipe *p, struct pp_buf *bufs, unsigned int n);
 

@@ -140,7 +140,7 @@ static unsigned long round_pipe_size(unsigned long size)
 ssize_t pp__pipe_set_size(struct pp_pipe *p, unsigned long arg)
 {
 	unsigned long size = round_pipe_size(arg);
-	unsigned int nr_slots, n;
+	unsigned int nr_slots, ring_size, n;
 	struct pp_slot *slots;
 	ssize_t ret = (ssize_t)size;
 	bool locked;
@@ -151,16 +151,17 @@ ssize_t pp__pipe_set_size(struct pp_pipe *p, unsigned long arg)
 
 	locked = pp__pipe_lock_consumer_ctl(p);
 	pp__pipe_lock_producer(p);
-	n = p->head - p->tail;
+	n = p->head - p->tail;	/* a drained slot moves too, uncounted */
 	if (nr_slots > p->max_usage && size > pp_pipe_get_max_size()) {
 		ret = -EPERM;
 		goto out_unlock;
 	}
-	if (n > nr_slots) {
+	if (pp__pipe_occupancy(p) > nr_slots) {
 		ret = -EBUSY;	/* occupied slots, not bytes, as in Linux */
 		goto out_unlock;
 	}
-	slots = pp__fault(PP_FAULT_ALLOC) ? NULL : calloc(nr_slots, sizeof(*slots));
+	ring_size = pp__ring_size_for(nr_slots);
+	slots = pp__fault(PP_FAULT_ALLOC) ? NULL : calloc(ring_size, sizeof(*slots));
 	if (!slots) {
 		ret = -ENOMEM;
 		goto out_unlock;
@@ -170,7 +171,7 @@ ssize_t pp__pipe_set_size(struct pp_pipe *p, unsigned long arg)
 		slots[i] = *pp__pipe_slot(p, p->tail + i);
 	free(p->slots);
 	p->slots = slots;
-	p->ring_size = nr_slots;
+	p->ring_size = ring_size;
 	__atomic_store_n(&p->max_usage, nr_slots, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->tail, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&p->head, n, __ATOMIC_RELEASE);

@@ -112,7 +112,7 @@ static size_t publish(struct pp_file *out, struct pp_pipe *p, struct pp_buf *buf
 			pp__buf_release(p, &bufs[i]);	/* never an empty slot */
 			continue;
 		}
-		while (p->head - pp__pipe_tail(p) >= p->max_usage && pp__pipe_readers(p)) {
+		while (pp__pipe_full(p) && pp__pipe_readers(p)) {
 			pp__pipe_wake_readers(p);
 			pp__pipe_unlock_producer(p);
 			(void)pp__pipe_wait_room(out, false);
@@ -216,7 +216,7 @@ static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *
 		size_t avail = 0, drop = 0;
 		ssize_t r;
 
-		if (p->tail == pp__pipe_head(p)) {
+		if (pp__pipe_empty(p)) {
 			if (ret)
 				break;
 			pp__pipe_unlock_consumer(p);
@@ -334,7 +334,6 @@ retry:
 	bool input_eof = false, consumed = false;
 
 	while (len) {
-		unsigned int i_head = pp__pipe_head(ip);
 		struct pp_slot *islot;
 		struct pp_buf *ibuf, obuf;
 
@@ -343,11 +342,11 @@ retry:
 				ret = pp__pipe_epipe(out);
 			break;
 		}
-		if (ip->tail == i_head) {
-			input_eof = !pp__pipe_writers(ip) && ip->tail == pp__pipe_head(ip);
+		if (pp__pipe_empty(ip)) {
+			input_eof = !pp__pipe_writers(ip) && pp__pipe_empty(ip);
 			break;
 		}
-		if (op->head - pp__pipe_tail(op) >= op->max_usage)
+		if (pp__pipe_full(op))
 			break;
 
 		islot = pp__pipe_slot(ip, ip->tail);

@@ -30,7 +30,7 @@ static ssize_t link_pipe(struct pp_file *in, struct pp_file *out, size_t len, bo
 			*eof = !pp__pipe_writers(ip) && ip->tail == pp__pipe_head(ip);
 			break;
 		}
-		if (op->head - pp__pipe_tail(op) >= op->max_usage)
+		if (pp__pipe_full(op))
 			break;
 		islot = pp__pipe_slot(ip, i_tail);
 		pp__slot_sync(islot);

@@ -75,7 +75,7 @@ static ssize_t do_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t 
 	loan = p->loan;
 
 	for (;;) {
-		while (p->tail == pp__pipe_head(p)) {
+		while (pp__pipe_empty(p)) {
 			pp__pipe_unlock_consumer(p);
 			err = pp__pipe_wait_data(p, nonblock);
 			if (err <= 0)
