@@ -22,9 +22,11 @@
 
 static const char *side;
 
+static int kfds[2] = { -1, -1 };
+
 static void any_pipe(bool kernel, struct pp_file *e[2])
 {
-	int fds[2];
+	int *fds = kfds;
 
 	if (!kernel) {
 		t_pipe2(e, 0);
@@ -67,6 +69,18 @@ static void *writer_main(void *arg)
 	w->err = errno;
 	atomic_store(&w->done, 1);
 	return NULL;
+}
+
+/* pp_fdopen() does not own the descriptors. */
+static void any_close(struct pp_file *e[2])
+{
+	pp_close(e[0]);
+	pp_close(e[1]);
+	if (kfds[0] >= 0) {
+		close(kfds[0]);
+		close(kfds[1]);
+		kfds[0] = kfds[1] = -1;
+	}
 }
 
 /* Read until total bytes have arrived at *have, checking the pattern. */
@@ -112,6 +126,7 @@ static int write_past_capacity(bool kernel, ssize_t *first_read)
 	drain_check(e[0], dst, &have, total);
 	t_join(w.th, NULL, 10);
 	ASSERT_EQ(w.ret, (ssize_t)total);
+	any_close(e);
 	free(src);
 	free(dst);
 	return returned;
@@ -159,6 +174,7 @@ static ssize_t big_read_small_pipe(bool kernel)
 	drain_check(e[0], dst, &have, total);
 	t_join(w.th, NULL, 10);
 	ASSERT_EQ(w.ret, (ssize_t)total);
+	any_close(e);
 	free(src);
 	free(dst);
 	return r.ret;

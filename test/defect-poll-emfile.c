@@ -70,6 +70,8 @@ static void run(int timeout_ms)
 			  "ready after 100 ms)", timeout_ms, r, r < 0 ? strerror(err) : "ok",
 			  pfd.revents);
 	t_join(th, NULL, 10);
+	pp_close(e[0]);
+	pp_close(e[1]);
 	t_watchdog(0, NULL);
 }
 
