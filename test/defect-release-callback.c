@@ -54,7 +54,7 @@ static void run(enum way way, enum cb_act act)
 
 	snprintf(g_msg, sizeof(g_msg), "a release callback that calls %s on the same pipe, "
 		 "run by %s", act == CB_WRITE ? "pp_write" : "pp_read", way_names[way]);
-	t_watchdog(10, g_msg);
+	t_watchdog(5, g_msg);
 	t_pipe2(g_e, 0);
 	g_act = act;
 	ASSERT_EQ(pp_write_ref(g_e[1], chunk, sizeof(chunk), on_release, NULL),

@@ -112,7 +112,7 @@ static struct outcome run(bool kernel, bool splice, enum action act)
 	g_herr = 0;
 	snprintf(g_msg, sizeof(g_msg), "%s: a SIGPIPE handler calling %s during %s",
 		 kernel ? "kernel" : "pagepipe", act_names[act], splice ? "pp_splice" : "pp_write");
-	t_watchdog(10, g_msg);
+	t_watchdog(5, g_msg);
 
 	if (act == ACT_LONGJMP) {
 		if (sigsetjmp(g_env, 1) == 0) {
@@ -123,7 +123,7 @@ static struct outcome run(bool kernel, bool splice, enum action act)
 		snprintf(g_msg, sizeof(g_msg), "%s: the same call again after siglongjmp out of "
 			 "the SIGPIPE handler (%s)", kernel ? "kernel" : "pagepipe",
 			 splice ? "pp_splice" : "pp_write");
-		t_watchdog(10, g_msg);
+		t_watchdog(5, g_msg);
 		o.ret = -1;
 		o.err = EPIPE;
 		errno = 0;
@@ -138,7 +138,7 @@ static struct outcome run(bool kernel, bool splice, enum action act)
 		o.herr = g_herr;
 	}
 	ASSERT_TRUE(g_count >= 1);
-	t_watchdog(10, "closing the ends");
+	t_watchdog(5, "closing the ends");
 	if (act != ACT_CLOSE) {
 		ASSERT_EQ(pp_close(e[1]), 0);
 		if (kernel)
