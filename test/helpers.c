@@ -379,3 +379,30 @@ void t_wait_ring_sleeper_at(const char *file, int line, struct pp_pipe *p, bool 
 			t_sleep_ms(1);
 	}
 }
+
+static const char *volatile watchdog_what;
+
+static void on_watchdog(int sig)
+{
+	const char *w = watchdog_what ? watchdog_what : "?";
+	static const char pre[] = "FAIL: hang: ";
+
+	(void)sig;
+	if (write(STDERR_FILENO, pre, sizeof(pre) - 1) < 0 ||
+	    write(STDERR_FILENO, w, strlen(w)) < 0 || write(STDERR_FILENO, "\n", 1) < 0)
+		_exit(T_EXIT_FAIL);
+	_exit(T_EXIT_FAIL);
+}
+
+void t_watchdog(int seconds, const char *what)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_watchdog;
+	sigemptyset(&sa.sa_mask);
+	watchdog_what = what;
+	if (sigaction(SIGALRM, &sa, NULL) < 0)
+		t_fail_at(__FILE__, __LINE__, "sigaction: %s", strerror(errno));
+	alarm((unsigned int)seconds);
+}

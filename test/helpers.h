@@ -235,4 +235,11 @@ void t_wait_ring_sleeper_at(const char *file, int line, struct pp_pipe *p, bool 
 /* Sleep for ms milliseconds: only to let another thread reach a wait. */
 void t_sleep_ms(int ms);
 
+/*
+ * Turn a hang into a failure that says what hung: if still running after
+ * seconds, print "hang: what" and exit T_EXIT_FAIL.  A later call re-arms
+ * it with a new label; seconds 0 disarms it.  Uses SIGALRM.
+ */
+void t_watchdog(int seconds, const char *what);
+
 #endif /* PP_TEST_HELPERS_H */
