@@ -191,9 +191,33 @@ static ssize_t splice_to_pipe(struct pp_file *in, off_t *ppos, struct pp_file *o
 }
 
 /*
+ * An output that can block (a kernel pipe, a socket) is waited for with no
+ * lock held, as the kernel's opipe_prep waits for a pipe's room, so that
+ * nobody waits behind us for it: 0 when it takes bytes (or has an error
+ * its write will report), -EAGAIN for a non-blocking caller.  `now` only
+ * looks.
+ */
+static int wait_output(struct pp_file *out, bool nonblock, bool now)
+{
+	struct pollfd pfd = { out->fd, POLLOUT, 0 };
+	int r;
+
+	if (out->fd < 0 || (out->kind != PP_KIND_FIFO && out->kind != PP_KIND_SOCK))
+		return 0;
+	do
+		r = poll(&pfd, 1, nonblock || now ? 0 : -1);
+	while (r < 0 && errno == EINTR);
+	if (r == 0)
+		return -EAGAIN;
+	return 0;
+}
+
+/*
  * pipe -> file.  The consumer lock is held across the output's write, as
  * Linux holds pipe->mutex there: the bytes a short write leaves must stay
- * at the tail for the next consumer.
+ * at the tail for the next consumer.  But we wait for data and for the
+ * output's room with no lock (wait_output), and a later pass that would
+ * have to wait for the output ends the splice instead.
  */
 static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *ppos,
 				size_t len, unsigned int flags)
@@ -206,28 +230,29 @@ static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *
 	int err;
 
 	dead.nr = 0;
-	err = pp__pipe_lock_consumer(p, nonblock);
-	if (err)
-		return err;
 	len = min_t(size_t, len, PP_MAX_RW);
+	for (;;) {
+		err = pp__pipe_wait_data(p, nonblock);
+		if (err <= 0)
+			return err;
+		err = wait_output(out, pp__pipe_nonblock(out, flags), false);
+		if (err)
+			return err;
+		err = pp__pipe_lock_consumer(p, nonblock);
+		if (err)
+			return err;
+		if (!pp__pipe_empty(p))
+			break;
+		pp__pipe_unlock_consumer(p);	/* another consumer took it: again */
+	}
 	while (len) {
 		unsigned int nr, ok = 0;
 		unsigned int oflags = flags;
 		size_t avail = 0, drop = 0;
 		ssize_t r;
 
-		if (pp__pipe_empty(p)) {
-			if (ret)
-				break;
-			pp__pipe_unlock_consumer(p);
-			err = pp__pipe_wait_data(p, nonblock);
-			if (err <= 0)
-				return err;
-			err = pp__pipe_lock_consumer(p, nonblock);
-			if (err)
-				return err;
-			continue;
-		}
+		if (pp__pipe_empty(p) || (ret && wait_output(out, true, true)))
+			break;
 		nr = pp__pipe_snapshot(p, snap, SPLICE_BATCH, len, false);
 		if (pp__pipe_head(p) - p->tail > nr && len > 0)
 			oflags |= SPLICE_F_MORE;	/* more is queued: let sockets cork */

@@ -265,14 +265,17 @@ static bool writable(struct pp_pipe *p)
 
 int pp__pipe_wait_data(struct pp_pipe *p, bool nonblock)
 {
-	while (!readable(p)) {
+	for (;;) {
+		if (!pp__pipe_empty(p))
+			return 1;
+		/* Data published before the last writer closed is still data. */
+		if (!pp__pipe_writers(p))
+			return pp__pipe_empty(p) ? 0 : 1;
 		if (nonblock)
 			return -EAGAIN;
 		if (!wait_briefly(p, readable, &p->wr_cpu))
 			sleep_on(p, readable, &p->rd_wait, &p->rd_sleepers, &p->rd_woken);
 	}
-	/* Data published before the last writer closed is still data. */
-	return pp__pipe_empty(p) ? 0 : 1;
 }
 
 int pp__pipe_wait_room(struct pp_file *out, bool nonblock)
