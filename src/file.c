@@ -74,15 +74,18 @@ ssize_t pp__iov_total(const struct iovec *iov, int iovcnt)
 		return -EINVAL;
 	if (iovcnt && !iov)
 		return -EFAULT;
-	for (int i = 0; i < iovcnt; i++) {
+	/*
+	 * import_iovec(): every length is checked (EINVAL) before any
+	 * address (EFAULT), and access_ok() sees the whole length, before
+	 * the total is cut to MAX_RW_COUNT.
+	 */
+	for (int i = 0; i < iovcnt; i++)
 		if (iov[i].iov_len > (size_t)SSIZE_MAX)
 			return -EINVAL;
-		/* access_ok() sees the length already cut to MAX_RW_COUNT. */
-		if (!pp__access_ok(iov[i].iov_base, min_t(size_t, iov[i].iov_len, PP_MAX_RW - total)))
+	for (int i = 0; i < iovcnt; i++) {
+		if (!pp__access_ok(iov[i].iov_base, iov[i].iov_len))
 			return -EFAULT;
-		total += min_t(size_t, iov[i].iov_len, PP_MAX_RW);
-		if (total > PP_MAX_RW)
-			total = PP_MAX_RW;	/* longer transfers are short, as in Linux */
+		total += min_t(size_t, iov[i].iov_len, PP_MAX_RW - total);
 	}
 	return (ssize_t)total;
 }
