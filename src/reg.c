@@ -74,8 +74,13 @@ static ssize_t reg_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bu
 		return 0;
 	len = min_t(size_t, len, (size_t)(st.st_size - *pos));
 	ref = file_ref(in);
-	if (!ref)
-		return -ENOMEM;
+	if (!ref) {
+		/*
+		 * No descriptor left for the reference (EMFILE), or no
+		 * memory: the kernel would still move the bytes, so copy.
+		 */
+		return pp__fd_splice_read_copy(in, pos, bufs, nr_bufs, len, flags);
+	}
 
 	for (off = *pos; len && n < nr_bufs; n++) {
 		off_t page = off & ~(off_t)(psz - 1);
