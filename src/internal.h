@@ -227,7 +227,7 @@ void pp__pipe_release_bufs(struct pp_pipe *p, struct pp_buf *bufs, unsigned int 
  */
 enum pp_kind {
 	PP_KIND_PIPE,		/* a pagepipe end */
-	PP_KIND_REG,		/* OS descriptors, by fstat() at pp_fdopen() */
+	PP_KIND_REG,		/* OS descriptors, by fstat() at pp_fdopen(); block devices too */
 	PP_KIND_FIFO,		/* kernel pipe or FIFO */
 	PP_KIND_SOCK,
 	PP_KIND_CHR,
@@ -244,6 +244,7 @@ struct pp__file_ref;
 #define PP_FD_NULL	0x2	/* /dev/null */
 #define PP_FD_ZERO	0x4	/* /dev/zero */
 #define PP_FD_UNIX	0x8	/* an AF_UNIX socket */
+#define PP_FD_BLK	0x10	/* a block device: PP_KIND_REG, its size by BLKGETSIZE64 */
 
 struct pp_file {
 	const struct pp_file_ops *ops;
