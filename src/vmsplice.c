@@ -254,7 +254,8 @@ static bool copy_to_user_iter(struct user_iter *it, const void *src, size_t len)
 		if (!at.nr)
 			return false;	/* cannot happen: len is within the total */
 		k = min_t(size_t, left, at.iov->iov_len - at.off);
-		remote[n++] = (struct iovec){ (char *)at.iov->iov_base + at.off, k };
+		/* In integers: a NULL base is the caller's to pass, ours to fault on. */
+		remote[n++] = (struct iovec){ (void *)((uintptr_t)at.iov->iov_base + at.off), k };
 		at.off += k;
 		left -= k;
 	}
@@ -458,7 +459,8 @@ PP_EXPORT ssize_t pp_write_ref(struct pp_file *f, const void *buf, size_t count,
 		return pp__ret(-EBADF);
 	if (!count)
 		return 0;
-	if (!buf || !pp__access_ok(buf, count))
+	/* As vmsplice: a NULL base is found when the pages are taken, after any wait. */
+	if (!pp__access_ok(buf, count))
 		return pp__ret(-EFAULT);
 	ref = pp__user_ref_new(release, (void *)buf, arg);
 	if (!ref)
