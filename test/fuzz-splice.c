@@ -28,6 +28,9 @@
  * nothing may wait.  vmsplice takes its bytes from one arena that is never
  * written after start-up, since the pipes keep references to it.
  *
+ * Bits 1 and 2 of the first byte make A and B packet pipes (O_DIRECT),
+ * both sides alike.
+ *
  * An input whose first byte is odd runs in fault mode: FAULT arms the
  * library's fault-injection sites, nothing is compared, and what is
  * checked is no crash, no memory leak (ASan) and no descriptor leak.
@@ -524,7 +527,8 @@ static struct pp_file *wrap(int fd, bool fault_ok)
 	return f;
 }
 
-static void setup(struct state *s)
+/* Bit i of packets: pipe A (i = 0) or B (i = 1) is a packet pipe (O_DIRECT). */
+static void setup(struct state *s, unsigned int packets)
 {
 	int k[2], p[2];
 	struct pp_file *e[2];
@@ -541,9 +545,11 @@ static void setup(struct state *s)
 
 	/* A and B: pagepipes and kernel pipes. */
 	for (int i = 0; i < 2; i++) {
-		if (pipe2(k, O_NONBLOCK) < 0)
+		int fl = O_NONBLOCK | (packets & (1u << i) ? O_DIRECT : 0);
+
+		if (pipe2(k, fl) < 0)
 			fail_setup("pipe2");
-		if (pp_pipe2(e, O_NONBLOCK) < 0) {
+		if (pp_pipe2(e, fl) < 0) {
 			if (s->diff)
 				fail_setup("pp_pipe2");
 			e[0] = e[1] = NULL;
@@ -712,10 +718,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct cursor c = { data, size };
-	struct state s = { .diff = !(u8(&c) & 1) };
+	unsigned int first = u8(&c);
+	struct state s = { .diff = !(first & 1) };
 	int lowest_fd = lowest_free_fd(), fd;
 
-	setup(&s);
+	setup(&s, first >> 1);
 	for (s.op = 0; c.n && s.op < MAX_OPS; s.op++) {
 		switch (u8(&c) % OP_NR) {
 		case OP_SPLICE:
