@@ -76,14 +76,16 @@ ssize_t pp__iov_total(const struct iovec *iov, int iovcnt)
 		return -EFAULT;
 	/*
 	 * import_iovec(): every length is checked (EINVAL) before any
-	 * address (EFAULT), and access_ok() sees the whole length, before
-	 * the total is cut to MAX_RW_COUNT.
+	 * address (EFAULT).  access_ok() sees a lone segment cut to
+	 * MAX_RW_COUNT (import_ubuf), but each of several whole.
 	 */
 	for (int i = 0; i < iovcnt; i++)
 		if (iov[i].iov_len > (size_t)SSIZE_MAX)
 			return -EINVAL;
 	for (int i = 0; i < iovcnt; i++) {
-		if (!pp__access_ok(iov[i].iov_base, iov[i].iov_len))
+		size_t len = iovcnt == 1 ? min_t(size_t, iov[i].iov_len, PP_MAX_RW) : iov[i].iov_len;
+
+		if (!pp__access_ok(iov[i].iov_base, len))
 			return -EFAULT;
 		total += min_t(size_t, iov[i].iov_len, PP_MAX_RW - total);
 	}

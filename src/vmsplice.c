@@ -120,8 +120,10 @@ static size_t user_readable(const void *addr, size_t len)
 
 /*
  * import_iovec(): the lengths of all segments first (EINVAL), then their
- * addresses, whole (EFAULT), so a bad length anywhere beats a bad address
- * before it, as in Linux.  A NULL base is found when its pages are pinned.
+ * addresses (EFAULT), so a bad length anywhere beats a bad address before
+ * it, as in Linux.  access_ok() sees a lone segment cut to MAX_RW_COUNT
+ * (import_ubuf), each of several whole.  A NULL base is found when its
+ * pages are pinned.
  */
 static int check_iov(const struct iovec *iov, unsigned long nr_segs)
 {
@@ -132,9 +134,12 @@ static int check_iov(const struct iovec *iov, unsigned long nr_segs)
 	for (unsigned long i = 0; i < nr_segs; i++)
 		if (iov[i].iov_len > (size_t)SSIZE_MAX)
 			return -EINVAL;
-	for (unsigned long i = 0; i < nr_segs; i++)
-		if (iov[i].iov_len && !pp__access_ok(iov[i].iov_base, iov[i].iov_len))
+	for (unsigned long i = 0; i < nr_segs; i++) {
+		size_t len = nr_segs == 1 ? min_t(size_t, iov[i].iov_len, PP_MAX_RW) : iov[i].iov_len;
+
+		if (len && !pp__access_ok(iov[i].iov_base, len))
 			return -EFAULT;
+	}
 	return 0;
 }
 

@@ -18,6 +18,7 @@
  *    more than one batch of buffers;
  *  - block devices (a loop device; skipped when none can be made).
  */
+#include <limits.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -248,6 +249,8 @@ static int test_iov_check_order(void)
 	struct iovec long_then_top[2] = {
 		{ buf, 0x7ffff000 }, { (void *)(uintptr_t)(0x7ffffffff000ull - 10), 100 },
 	};
+	/* A lone segment is cut to MAX_RW_COUNT first (import_ubuf): no EFAULT. */
+	struct iovec lone_huge[1] = { { buf, (size_t)SSIZE_MAX } };
 	struct pp_file *p[2];
 	int k[2];
 
@@ -261,6 +264,7 @@ static int test_iov_check_order(void)
 	ASSERT_SAME(readv(k[0], bad_then_long, 2), pp_readv(p[0], bad_then_long, 2));
 	ASSERT_SAME(writev(k[1], bad_then_long, 2), pp_writev(p[1], bad_then_long, 2));
 	ASSERT_SAME(readv(k[0], long_then_top, 2), pp_readv(p[0], long_then_top, 2));
+	ASSERT_SAME(vmsplice(k[0], lone_huge, 1, 0), pp_vmsplice(p[0], lone_huge, 1, 0));
 	ASSERT_SAME_READ(k[0], p[0], 10);
 	close(k[0]); close(k[1]);
 	pp_close(p[0]); pp_close(p[1]);
