@@ -508,7 +508,7 @@ static void run_sequence(long nth, struct seq_state *st, int file_fd)
 		}
 	}
 	for (done = 0; done < 2; done += (size_t)n) {
-		n = pp_write(p[1], "yz" + done, 2 - done);
+		n = pp_write(p[1], &"yz"[done], 2 - done);
 		if (n < 0) {
 			ASSERT_EQ(errno, ENOMEM);
 			n = 0;
