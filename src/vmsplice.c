@@ -177,9 +177,22 @@ ssize_t pp__pipe_add_user(struct pp_file *f, const struct iovec *iov, unsigned l
 
 		if (!left)
 			continue;
-		/* Check what can go in now; the rest is checked by the next call. */
+		/*
+		 * Check what can go in now; the rest is checked by the next
+		 * call.  The probe may fault pages in (I/O for a file's), so
+		 * not under the ring lock: the producer lock keeps other
+		 * writers out, so the room can only grow meanwhile (a
+		 * shrinking resize is seen by the loop below).
+		 */
+		pp__pipe_unlock(p);
 		size_t ok = user_readable(base, min_t(size_t, left, room));
 
+		pthread_mutex_lock(&p->mutex);
+		if (!p->readers) {
+			if (!ret)
+				ret = pp__pipe_epipe(f);
+			break;
+		}
 		if (!ok) {
 			if (!ret)
 				ret = -EFAULT;
