@@ -265,10 +265,13 @@ static void op_splice(struct state *s, struct cursor *c)
 	/*
 	 * Pipe pages of the file written back into the same file: an
 	 * overlapping copy, whose result depends on the order the bytes are
-	 * copied in; both are right.  The kernel copies page to page in
-	 * place (later bytes may read what earlier ones wrote); pagepipe
-	 * reads a run before it writes it (a memmove).  Every pipe holding
-	 * pages of the file then reads either result (agree() taints them).
+	 * copied in.  Both copy in order, a page (buffer) at a time, so they
+	 * agree when the target is a page or more from the source
+	 * (test/fidelity-kernel.c); closer than that the kernel copies in
+	 * place with its memcpy and pagepipe as memmove.  The pipe may hold
+	 * pages from anywhere in the file, so the harness cannot tell which
+	 * case it is: every pipe holding pages of the file reads either
+	 * result (agree() taints them).
 	 */
 	if (in->kind == K_PAGEPIPE && s->file_pages[in->stream] && out->kind == K_FILE)
 		agree(s, in, out, false);
