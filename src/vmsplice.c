@@ -73,7 +73,10 @@ static size_t mapped_prefix(const void *addr, size_t len)
  * kernel faults each page in exactly as get_user_pages would for
  * vmsplice, and a page it cannot read ends the count instead of raising a
  * signal.  One byte a page, not the whole range: readability is a page's
- * property, and the bytes are not copied (they go by reference).
+ * property, and the bytes are not copied (they go by reference).  A
+ * write() of the range to /dev/null would prove nothing (it never reads
+ * the memory), and one into a pipe of our own would copy every byte and
+ * need a descriptor pair.
  *
  * What this cannot see is a change after the check (munmap, truncate of
  * the file behind a mapping): Linux holds the pages pinned, we only refer
@@ -103,7 +106,7 @@ static size_t user_readable(const void *addr, size_t len)
 		local.iov_len = n;
 		r = process_vm_readv(getpid(), &local, 1, remote, n, 0);
 		if (r < 0 && pvm_refused(r))
-			return done ? done : mapped_prefix(addr, len);
+			return done + mapped_prefix((const char *)addr + done, len - done);
 		if (r < 0)
 			r = 0;
 		if ((size_t)r < n) {
