@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 ssize_t pp__fd_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
@@ -258,6 +259,43 @@ static ssize_t move_all(pp__move_fn move, struct pp_file *out, int sfd, off_t sp
 	return (ssize_t)done;
 }
 
+/* Do two descriptors name the same file? */
+static bool same_file(int a, int b)
+{
+	struct stat sa, sb;
+
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 &&
+	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/*
+ * Copy the front of bufs with writev, `step` buffers per call; what a call
+ * wrote is visible to the reads of the next.
+ */
+static ssize_t copy_in_steps(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
+			     unsigned int nr_bufs, size_t len, unsigned int flags,
+			     unsigned int step)
+{
+	size_t done = 0;
+
+	for (unsigned int i = 0; i < nr_bufs && done < len; i += step) {
+		unsigned int m = min_t(unsigned int, step, nr_bufs - i);
+		size_t bytes = 0;
+		ssize_t r;
+
+		for (unsigned int k = 0; k < m; k++)
+			bytes += bufs[i + k].len;
+		bytes = min_t(size_t, bytes, len - done);
+		r = pp__fd_splice_write_copy(out, pos, bufs + i, m, bytes, flags);
+		if (r < 0)
+			return done ? (ssize_t)done : r;
+		done += (size_t)r;
+		if ((size_t)r < bytes)
+			break;
+	}
+	return (ssize_t)done;
+}
+
 static bool kernel_path_unsupported(ssize_t r)
 {
 	return r == -EINVAL || r == -EXDEV || r == -ENOSYS || r == -EOPNOTSUPP || r == -EBADF;
@@ -276,7 +314,7 @@ ssize_t pp__fd_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs
 	unsigned int i = 0;
 
 	while (i < nr_bufs && done < len) {
-		unsigned int n;
+		unsigned int n, step;
 		size_t bytes = 0;
 		ssize_t r = -EOPNOTSUPP;
 		off_t spos;
@@ -307,7 +345,18 @@ ssize_t pp__fd_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs
 			for (unsigned int k = 0; k < m; k++)
 				bytes += bufs[i + k].len;
 			bytes = min_t(size_t, bytes, len - done);
-			r = pp__fd_splice_write_copy(out, pos, bufs + i, m, bytes, flags);
+			/*
+			 * File pages going back into their own file (which
+			 * copy_file_range refuses when the ranges overlap) are
+			 * copied a buffer at a time, in order, as Linux copies
+			 * them page by page from the page cache: a later
+			 * buffer reads what an earlier one of the same splice
+			 * wrote.  Reading a whole run before writing it gave a
+			 * memmove within each batch of buffers and something
+			 * else across batches.
+			 */
+			step = n && out->kind == PP_KIND_REG && same_file(sfd, out->fd) ? 1 : m;
+			r = copy_in_steps(out, pos, bufs + i, m, bytes, flags, step);
 			n = m;
 		}
 		if (r < 0)

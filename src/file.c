@@ -161,6 +161,10 @@ static enum pp_kind fd_kind(int fd, int *sock_type, unsigned int *fd_flags)
 		if (pseudo_fs(fd))
 			*fd_flags |= PP_FD_PSEUDO;
 		return PP_KIND_REG;
+	case S_IFBLK:
+		/* A block device has a page cache and a size: a file, as splice sees it. */
+		*fd_flags |= PP_FD_BLK;
+		return PP_KIND_REG;
 	case S_IFIFO:
 		return PP_KIND_FIFO;
 	case S_IFSOCK: {

@@ -49,7 +49,7 @@ extern unsigned int pp__page_shift;
  */
 enum pp_kind {
 	PP_KIND_PIPE,		/* a pagepipe end */
-	PP_KIND_REG,		/* OS descriptors, by fstat() at pp_fdopen() */
+	PP_KIND_REG,		/* OS descriptors, by fstat() at pp_fdopen(); block devices too */
 	PP_KIND_FIFO,		/* kernel pipe or FIFO */
 	PP_KIND_SOCK,
 	PP_KIND_CHR,
@@ -66,6 +66,7 @@ struct pp__file_ref;
 #define PP_FD_NULL	0x2	/* /dev/null */
 #define PP_FD_ZERO	0x4	/* /dev/zero */
 #define PP_FD_UNIX	0x8	/* an AF_UNIX socket */
+#define PP_FD_BLK	0x10	/* a block device: PP_KIND_REG, its size by BLKGETSIZE64 */
 
 struct pp_file {
 	const struct pp_file_ops *ops;

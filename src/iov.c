@@ -30,15 +30,20 @@ ssize_t pp__iov_total(const struct iovec *iov, int iovcnt)
 		return -EINVAL;
 	if (iovcnt && !iov)
 		return -EFAULT;
-	for (int i = 0; i < iovcnt; i++) {
+	/*
+	 * import_iovec(): every length is checked (EINVAL) before any
+	 * address (EFAULT).  access_ok() sees a lone segment cut to
+	 * MAX_RW_COUNT (import_ubuf), but each of several whole.
+	 */
+	for (int i = 0; i < iovcnt; i++)
 		if (iov[i].iov_len > (size_t)SSIZE_MAX)
 			return -EINVAL;
-		/* access_ok() sees the length already cut to MAX_RW_COUNT. */
-		if (!pp__access_ok(iov[i].iov_base, min_t(size_t, iov[i].iov_len, PP_MAX_RW - total)))
+	for (int i = 0; i < iovcnt; i++) {
+		size_t len = iovcnt == 1 ? min_t(size_t, iov[i].iov_len, PP_MAX_RW) : iov[i].iov_len;
+
+		if (!pp__access_ok(iov[i].iov_base, len))
 			return -EFAULT;
-		total += min_t(size_t, iov[i].iov_len, PP_MAX_RW);
-		if (total > PP_MAX_RW)
-			total = PP_MAX_RW;	/* longer transfers are short, as in Linux */
+		total += min_t(size_t, iov[i].iov_len, PP_MAX_RW - total);
 	}
 	return (ssize_t)total;
 }

@@ -10,10 +10,14 @@
  * buffers with pwritev(2).
  *
  * Pseudo-files (procfs, sysfs...) report sizes that are not their contents,
- * so they are read by copy, as copy_splice_read does in Linux.
+ * so they are read by copy, as copy_splice_read does in Linux.  Block
+ * devices are files here too (filemap_splice_read serves both in Linux),
+ * their size asked of the device.
  */
 #include "internal.h"
 
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -70,12 +74,24 @@ static ssize_t reg_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bu
 		return pp__fd_splice_read_copy(in, pos, bufs, nr_bufs, len, flags);
 	if (fstat(in->fd, &st) < 0)
 		return -errno;
+	if (in->fd_flags & PP_FD_BLK) {
+		uint64_t bytes;
+
+		if (ioctl(in->fd, BLKGETSIZE64, &bytes) < 0)
+			return -errno;
+		st.st_size = (off_t)bytes;
+	}
 	if (*pos >= st.st_size)
 		return 0;
 	len = min_t(size_t, len, (size_t)(st.st_size - *pos));
 	ref = file_ref(in);
-	if (!ref)
-		return -ENOMEM;
+	if (!ref) {
+		/*
+		 * No descriptor left for the reference (EMFILE), or no
+		 * memory: the kernel would still move the bytes, so copy.
+		 */
+		return pp__fd_splice_read_copy(in, pos, bufs, nr_bufs, len, flags);
+	}
 
 	for (off = *pos; len && n < nr_bufs; n++) {
 		off_t page = off & ~(off_t)(psz - 1);

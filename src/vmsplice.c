@@ -5,20 +5,38 @@
  *
  * Every caller region is checked before a buffer refers to it (the
  * CVE-2008-0009/0010/0600 class): no NULL base with a length, no base + len
- * past the end of the address space, no unmapped page (mincore(2) is our
- * access_ok; memory mapped PROT_NONE is not detected), at most 1024
- * segments.  Zero-length segments are skipped.  One buffer per page
- * touched, never mergeable.
+ * past the end of the address space, at most 1024 segments, and every page
+ * readable now (see user_readable()).  Zero-length segments are skipped.
+ * One buffer per page touched, never mergeable.
+ *
+ * Out of the pipe the copy goes through process_vm_writev(2), which, like
+ * the kernel's copy_to_user(), reports a fault as a short count instead of
+ * a signal: the caller gets EFAULT where Linux gives it.
  */
 #include "internal.h"
 
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /*
- * How much of [addr, addr + len) is mapped from its start: the bytes, as
- * the kernel pins page by page and stops at the first hole.
+ * Whether process_vm_readv/writev work on ourselves: a seccomp filter or
+ * an old kernel may refuse them (ENOSYS, EPERM).  Then we fall back to
+ * mincore(), which proves only that a page is mapped.
  */
+static int pvm_state;	/* 0 unknown, 1 works, -1 refused */
+
+static bool pvm_refused(ssize_t r)
+{
+	if (r >= 0 || (errno != ENOSYS && errno != EPERM))
+		return false;
+	__atomic_store_n(&pvm_state, -1, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* How much of [addr, addr + len) is mapped from its start (mincore). */
 static size_t mapped_prefix(const void *addr, size_t len)
 {
 	const size_t psz = pp__page_size;
@@ -42,17 +60,87 @@ static size_t mapped_prefix(const void *addr, size_t len)
 	return len;
 }
 
+/*
+ * How much of [addr, addr + len) is readable from its start: the bytes, as
+ * the kernel pins page by page (get_user_pages) and stops at the first
+ * page it cannot.
+ *
+ * mincore() is not enough: it says a page is mapped, not that reading it
+ * works.  A PROT_NONE page, or a MAP_SHARED page past the end of its file,
+ * is mapped, and the reader touching it later would die of SIGSEGV or
+ * SIGBUS, where the kernel fails the vmsplice with EFAULT.  So we read one
+ * byte of every page with process_vm_readv() on our own process: the
+ * kernel faults each page in exactly as get_user_pages would for
+ * vmsplice, and a page it cannot read ends the count instead of raising a
+ * signal.  One byte a page, not the whole range: readability is a page's
+ * property, and the bytes are not copied (they go by reference).  A
+ * write() of the range to /dev/null would prove nothing (it never reads
+ * the memory), and one into a pipe of our own would copy every byte and
+ * need a descriptor pair.
+ *
+ * What this cannot see is a change after the check (munmap, truncate of
+ * the file behind a mapping): Linux holds the pages pinned, we only refer
+ * to them.  Callers must keep the memory as it is until it is read.
+ */
+static size_t user_readable(const void *addr, size_t len)
+{
+	const size_t psz = pp__page_size;
+	uintptr_t a = (uintptr_t)addr, end = a + len;
+	size_t done = 0;
+
+	if (!addr || !len)
+		return 0;
+	if (__atomic_load_n(&pvm_state, __ATOMIC_RELAXED) < 0)
+		return mapped_prefix(addr, len);
+	while (a < end) {
+		struct iovec remote[PP_IOV_MAX];
+		unsigned char sink[PP_IOV_MAX];
+		struct iovec local = { sink, 0 };
+		unsigned int n = 0;
+		ssize_t r;
+
+		for (uintptr_t pg = a; pg < end && n < PP_IOV_MAX; n++) {
+			remote[n] = (struct iovec){ (void *)pg, 1 };
+			pg = (pg & ~(psz - 1)) + psz;
+		}
+		local.iov_len = n;
+		r = process_vm_readv(getpid(), &local, 1, remote, n, 0);
+		if (r < 0 && pvm_refused(r))
+			return done + mapped_prefix((const char *)addr + done, len - done);
+		if (r < 0)
+			r = 0;
+		if ((size_t)r < n) {
+			/* Page r is the first unreadable one. */
+			uintptr_t stop = (uintptr_t)remote[r].iov_base;
+
+			return stop <= (uintptr_t)addr ? 0 : stop - (uintptr_t)addr;
+		}
+		a = ((uintptr_t)remote[n - 1].iov_base & ~(psz - 1)) + psz;
+		done = min_t(size_t, a - (uintptr_t)addr, len);
+	}
+	return len;
+}
+
+/*
+ * import_iovec(): the lengths of all segments first (EINVAL), then their
+ * addresses (EFAULT), so a bad length anywhere beats a bad address before
+ * it, as in Linux.  access_ok() sees a lone segment cut to MAX_RW_COUNT
+ * (import_ubuf), each of several whole.  A NULL base is found when its
+ * pages are pinned.
+ */
 static int check_iov(const struct iovec *iov, unsigned long nr_segs)
 {
 	if (nr_segs > PP_IOV_MAX)
 		return -EINVAL;
 	if (nr_segs && !iov)
 		return -EFAULT;
-	for (unsigned long i = 0; i < nr_segs; i++) {
+	for (unsigned long i = 0; i < nr_segs; i++)
 		if (iov[i].iov_len > (size_t)SSIZE_MAX)
 			return -EINVAL;
-		/* access_ok: a NULL base is found when its pages are pinned. */
-		if (iov[i].iov_len && !pp__access_ok(iov[i].iov_base, iov[i].iov_len))
+	for (unsigned long i = 0; i < nr_segs; i++) {
+		size_t len = nr_segs == 1 ? min_t(size_t, iov[i].iov_len, PP_MAX_RW) : iov[i].iov_len;
+
+		if (len && !pp__access_ok(iov[i].iov_base, len))
 			return -EFAULT;
 	}
 	return 0;
@@ -88,8 +176,12 @@ ssize_t pp__pipe_add_user(struct pp_file *f, const struct iovec *iov, unsigned l
 
 		if (!left)
 			continue;
-		/* Check what can go in now; the rest is checked by the next call. */
-		size_t ok = mapped_prefix(base, min_t(size_t, left, room));
+		/*
+		 * Check what can go in now; the rest is checked by the next
+		 * call.  The probe may fault pages in (I/O for a file's), as
+		 * a write()'s copy may: only the producer lock is held.
+		 */
+		size_t ok = user_readable(base, min_t(size_t, left, room));
 
 		if (!ok) {
 			if (!ret)
@@ -132,11 +224,186 @@ out_unlock:
 	return ret;
 }
 
+/* ---------------------------------------------------------------------- */
+
+/* Out of the pipe: vmsplice_to_user(). */
+
+#define TO_USER_BATCH	32u
+
+struct user_iter {
+	const struct iovec *iov;
+	unsigned long nr;
+	size_t off;		/* within iov[0] */
+};
+
+/*
+ * Copy len bytes from src to the caller's next len bytes; true when all
+ * of them landed.  A fault anywhere fails the whole copy, as pipe_to_user
+ * fails a buffer whose copy_page_to_iter() came up short.
+ */
+static bool copy_to_user_iter(struct user_iter *it, const void *src, size_t len)
+{
+	struct iovec remote[PP_IOV_MAX], local = { (void *)src, len };
+	struct user_iter at = *it;
+	unsigned int n = 0;
+	size_t left = len;
+	ssize_t r;
+
+	while (left) {
+		size_t k;
+
+		while (at.nr && at.off == at.iov->iov_len) {
+			at.iov++;
+			at.nr--;
+			at.off = 0;
+		}
+		if (!at.nr)
+			return false;	/* cannot happen: len is within the total */
+		k = min_t(size_t, left, at.iov->iov_len - at.off);
+		/* In integers: a NULL base is the caller's to pass, ours to fault on. */
+		remote[n++] = (struct iovec){ (void *)((uintptr_t)at.iov->iov_base + at.off), k };
+		at.off += k;
+		left -= k;
+	}
+	if (__atomic_load_n(&pvm_state, __ATOMIC_RELAXED) >= 0) {
+		r = process_vm_writev(getpid(), &local, 1, remote, n, 0);
+		if (r >= 0 || !pvm_refused(r)) {
+			if ((size_t)r != len)
+				return false;
+			*it = at;
+			return true;
+		}
+	}
+	/* No process_vm_writev: mincore is all we have (see user_readable). */
+	for (unsigned int i = 0; i < n; i++)
+		if (mapped_prefix(remote[i].iov_base, remote[i].iov_len) < remote[i].iov_len)
+			return false;
+	for (unsigned int i = 0, done = 0; i < n; done += (unsigned int)remote[i].iov_len, i++)
+		memcpy(remote[i].iov_base, (const char *)src + done, remote[i].iov_len);
+	*it = at;
+	return true;
+}
+
+/* One buffer's first len bytes to the caller: len, or -errno. */
+static ssize_t buf_to_user(struct pp_pipe *p, struct pp_buf *buf, size_t len,
+			   struct user_iter *it)
+{
+	const size_t psz = pp__page_size;
+	void *addr, *scratch = NULL;
+	bool ok;
+
+	if (!buf->ops->map && buf->page) {
+		ok = copy_to_user_iter(it, (char *)buf->page + buf->offset, len);
+		return ok ? (ssize_t)len : -EFAULT;
+	}
+	if (!buf->ops->map) {
+		/* Bytes we cannot address (a file's): read them first, a page at a time. */
+		size_t done = 0;
+
+		scratch = pp__page_alloc(NULL);
+		if (!scratch)
+			return -ENOMEM;
+		while (done < len) {
+			size_t n = min_t(size_t, len - done, psz);
+			ssize_t r = pp__buf_copy_out(p, buf, done, scratch, n);
+
+			if (r >= 0 && (size_t)r < n)
+				r = -ENODATA;
+			if (r >= 0 && !copy_to_user_iter(it, scratch, n))
+				r = -EFAULT;
+			if (r < 0) {
+				pp__page_put(NULL, scratch);
+				return r;
+			}
+			done += n;
+		}
+		pp__page_put(NULL, scratch);
+		return (ssize_t)len;
+	}
+	addr = pp__buf_map(p, buf);
+	if (!addr)
+		return -EIO;
+	ok = copy_to_user_iter(it, (char *)addr + buf->offset, len);
+	pp__buf_unmap(p, buf, addr);
+	return ok ? (ssize_t)len : -EFAULT;
+}
+
+/*
+ * __splice_from_pipe() with pipe_to_user: buffers are copied whole or not
+ * at all, in order, packet boundaries ignored (a packet copied in part
+ * keeps its rest, which the next read returns).  The first buffer that
+ * faults ends the call: the bytes of the buffers before it, or EFAULT;
+ * the faulting buffer stays in the pipe whole.
+ */
+static ssize_t vmsplice_to_user(struct pp_file *f, const struct iovec *iov,
+				unsigned long nr_segs, size_t total, bool nonblock)
+{
+	struct pp_pipe *p = f->pipe;
+	struct pp_buf snap[TO_USER_BATCH];
+	struct user_iter it = { iov, nr_segs, 0 };
+	struct pp__dead dead;
+	ssize_t ret = 0;
+	int err;
+
+	dead.nr = 0;
+	err = pp__pipe_lock_consumer(p, nonblock);
+	if (err)
+		return err;
+	while (total && !dead.nr) {
+		unsigned int nr;
+		size_t taken = 0;
+		bool stop = false;
+
+		if (pp__pipe_empty(p)) {
+			if (ret)
+				break;
+			pp__pipe_unlock_consumer(p);
+			err = pp__pipe_wait_data(p, nonblock);
+			if (err <= 0)
+				return err;
+			err = pp__pipe_lock_consumer(p, nonblock);
+			if (err)
+				return err;
+			continue;
+		}
+		nr = pp__pipe_snapshot(p, snap, TO_USER_BATCH, total, false);
+
+		for (unsigned int i = 0; i < nr && total; i++) {
+			size_t n = min_t(size_t, snap[i].len, total);
+			ssize_t r;
+
+			if (!n)
+				continue;	/* zero-length buffers are eaten */
+			err = pp__buf_confirm(p, &snap[i]);
+			r = err ? err : buf_to_user(p, &snap[i], n, &it);
+			if (r < 0) {
+				/* As pp_read: ENODATA is reported once and its buffer dropped. */
+				if (!ret) {
+					ret = r;
+					if (r == -ENODATA)
+						taken += snap[i].len;
+				}
+				stop = true;
+				break;
+			}
+			taken += n;
+			ret += (ssize_t)n;
+			total -= n;
+		}
+		pp__pipe_consume(p, taken, false, &dead);
+		if (stop)
+			break;
+	}
+	pp__pipe_unlock_consumer(p);
+	pp__pipe_release_dead(p, &dead);
+	return ret;
+}
+
 static ssize_t do_vmsplice(struct pp_file *f, const struct iovec *iov, unsigned long nr_segs,
 			   unsigned int flags)
 {
 	bool nonblock = flags & SPLICE_F_NONBLOCK;	/* the pipe's O_NONBLOCK is ignored, as in Linux */
-	ssize_t total;
+	size_t total;
 	int err;
 
 	if (!pp__file_writable(f) && !pp__file_readable(f))
@@ -146,26 +413,14 @@ static ssize_t do_vmsplice(struct pp_file *f, const struct iovec *iov, unsigned 
 		return err;
 	total = 0;
 	for (unsigned long i = 0; i < nr_segs; i++)
-		total += (ssize_t)min_t(size_t, iov[i].iov_len, PP_MAX_RW);
+		total += min_t(size_t, iov[i].iov_len, PP_MAX_RW - total);
 	if (!total)
 		return 0;	/* before the pipe check, as in Linux */
 	if (!pp__is_pipe(f))
 		return -EBADF;
 	if (pp__file_writable(f))
 		return pp__pipe_add_user(f, iov, nr_segs, nonblock, flags & SPLICE_F_GIFT, NULL);
-	/*
-	 * A bad segment is found at copy time in Linux, after EAGAIN and EOF.
-	 * We cannot take a fault, so unmapped segments are refused up front,
-	 * unless the read would not copy at all.  A NULL base is found at copy
-	 * time.
-	 */
-	bool no_copy = pp__pipe_empty(f->pipe) && (nonblock || !pp__pipe_writers(f->pipe));
-	for (unsigned long i = 0; i < nr_segs && !no_copy; i++) {
-		if (iov[i].iov_len && iov[i].iov_base &&
-		    mapped_prefix(iov[i].iov_base, iov[i].iov_len) < iov[i].iov_len)
-			return -EFAULT;
-	}
-	return pp__pipe_read(f, iov, (int)nr_segs, nonblock);
+	return vmsplice_to_user(f, iov, nr_segs, total, nonblock);
 }
 
 PP_EXPORT ssize_t pp_vmsplice(struct pp_file *f, const struct iovec *iov, size_t nr_segs,
@@ -200,7 +455,8 @@ PP_EXPORT ssize_t pp_write_ref(struct pp_file *f, const void *buf, size_t count,
 		return pp__ret(-EBADF);
 	if (!count)
 		return 0;
-	if (!buf || !pp__access_ok(buf, count))
+	/* As vmsplice: a NULL base is found when the pages are taken, after any wait. */
+	if (!pp__access_ok(buf, count))
 		return pp__ret(-EFAULT);
 	ref = pp__user_ref_new(release, (void *)buf, arg);
 	if (!ref)

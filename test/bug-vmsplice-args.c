@@ -213,8 +213,11 @@ static int test_bad_pointers_from_pipe(void)
 		iov[0] = (struct iovec){ dst, 2 };
 		iov[1] = (struct iovec){ m, 3 };
 		ASSERT_ERRNO(pp_vmsplice(p[0], iov, 2, 0), EFAULT);
+		/*
+		 * The good segment may have been written: Linux copies up to
+		 * the fault and then fails the whole buffer (pipe_to_user).
+		 */
 		check_unchanged(p[0]);
-		ASSERT_EQ(dst[0] == 'h' && dst[1] == 'e', 0);	/* not even the good segment */
 	}
 	/* A good destination works, zero-length NULL segments skipped. */
 	iov[0] = (struct iovec){ NULL, 0 };

@@ -3,9 +3,17 @@
  * Description: libFuzzer target.  The input is a program of pipe
  * operations (write, read, writev, readv, F_SETPIPE_SZ, F_GETPIPE_SZ,
  * F_SETFL, F_GETFL, FIONREAD, poll with timeout 0, close either end,
- * reopen) run on a kernel pipe and on a pagepipe side by side.  Every
- * return value, errno, byte read and poll mask must be the same; a
- * difference is reported and abort()s, so libFuzzer saves the input.
+ * reopen; vmsplice at either end, splice and tee to and from a second
+ * pipe, pp_write_ref against vmsplice, pp_read_lend/pp_read_done against
+ * read) run on a kernel pipe and on a pagepipe side by side, each pair
+ * plain or packet (O_DIRECT).  Every return value, errno, byte read and
+ * poll mask must be the same; a difference is reported and abort()s, so
+ * libFuzzer saves the input.
+ *
+ * vmsplice takes its bytes from src, which is never written, since both
+ * pipes keep references to it; now and then a segment points at memory
+ * that faults (unmapped, PROT_NONE, read-only, or running into such a
+ * page), where both must say EFAULT or stop at the same byte.
  *
  * Nothing may block.  Ends start non-blocking; an end made blocking by
  * F_SETFL is used only for a call the kernel would finish at once (read
@@ -32,6 +40,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define MAX_IO		(1u << 20)		/* largest write: a full 1 MiB pipe */
@@ -43,6 +53,15 @@ static unsigned char *src;		/* pattern bytes that writes take from */
 static unsigned char *kbuf, *pbuf;	/* what reads put their bytes in */
 static struct iovec kiov[MAX_IOV], piov[MAX_IOV];
 static size_t max_pipe;			/* pp_pipe_get_max_size() */
+/*
+ * Memory that faults, for vmsplice: rd_bad is [rw page][PROT_NONE page]
+ * (both sides' reads may write its first page, whose bytes are never
+ * compared); wr_bad is [page never written][PROT_NONE page]; ro is one
+ * PROT_READ page.
+ */
+static unsigned char *rd_bad, *wr_bad, *ro_page;
+static unsigned long released;		/* bytes pp_write_ref's callbacks gave back */
+static unsigned long queued_ref;	/* bytes pp_write_ref queued */
 static bool privileged;			/* root may grow a kernel pipe past pipe-max-size */
 
 /* A byte count: small, a boundary value, or anything up to MAX_IO. */
@@ -62,6 +81,8 @@ static size_t size_arg(struct cursor *c)
 struct state {
 	int k[2];			/* the kernel pipe; -1 once closed */
 	struct pp_file *p[2];		/* the pagepipe; NULL once closed */
+	int k2[2];			/* the second pair: splice and tee peer */
+	struct pp_file *p2[2];
 	bool diff;			/* compare with the kernel (not fault mode) */
 	unsigned int op;		/* operation number, for messages */
 	unsigned int seq;		/* picks the bytes of the next write */
@@ -144,19 +165,36 @@ static void close_end(struct state *s, int e)
 	s->p[e] = NULL;
 }
 
-static void open_pair(struct state *s, unsigned int how)
+static void close_end2(struct state *s, int e)
 {
-	int flags = O_NONBLOCK | (how & 1 ? O_DIRECT : 0);
+	if (s->k2[e] >= 0)
+		close(s->k2[e]);
+	s->k2[e] = -1;
+	if (s->p2[e])
+		pp_close(s->p2[e]);
+	s->p2[e] = NULL;
+}
 
-	close_end(s, 0);
-	close_end(s, 1);
-	if (s->diff && pipe2(s->k, flags) < 0)
+static void open_one(struct state *s, int k[2], struct pp_file *p[2], int flags)
+{
+	if (s->diff && pipe2(k, flags) < 0)
 		mismatch(s, "pipe2: %s", strerror(errno));
-	if (pp_pipe2(s->p, flags) < 0) {
+	if (pp_pipe2(p, flags) < 0) {
 		if (s->diff)
 			mismatch(s, "pp_pipe2: %s", strerror(errno));
-		s->p[0] = s->p[1] = NULL;	/* an injected fault */
+		p[0] = p[1] = NULL;	/* an injected fault */
 	}
+}
+
+/* Bit 0: the first pair is a packet pipe; bit 1: the second. */
+static void open_pair(struct state *s, unsigned int how)
+{
+	close_end(s, 0);
+	close_end(s, 1);
+	close_end2(s, 0);
+	close_end2(s, 1);
+	open_one(s, s->k, s->p, O_NONBLOCK | (how & 1 ? O_DIRECT : 0));
+	open_one(s, s->k2, s->p2, O_NONBLOCK | (how & 2 ? O_DIRECT : 0));
 }
 
 static const unsigned char *next_src(struct state *s, size_t len)
@@ -401,26 +439,214 @@ static void op_fault(struct state *s, struct cursor *c)
 	pp__fault_arm(site, skip, err, count);
 }
 
+/* SPLICE_F_NONBLOCK always (nothing may wait), the other flags drawn; now and then a bad bit. */
+static unsigned int splice_flags(struct cursor *c)
+{
+	unsigned int b = u8(c);
+
+	return SPLICE_F_NONBLOCK | (b & (SPLICE_F_MOVE | SPLICE_F_MORE | SPLICE_F_GIFT)) |
+	       (b == 0xff ? 0x100u : 0);
+}
+
+/*
+ * Now and then point one segment at memory that faults: a NULL base, a
+ * PROT_NONE page, a range running into one, or (for reads) a read-only
+ * page.  The same address on both sides.
+ */
+static void bad_segment(struct cursor *c, int cnt, bool for_write)
+{
+	unsigned int b = u8(c);
+	unsigned char *region = for_write ? wr_bad : rd_bad;
+	struct iovec *k, *p;
+	size_t len;
+
+	if ((b & 0xc0) != 0xc0 || cnt <= 0 || cnt > MAX_IOV)
+		return;
+	k = &kiov[(b & 7) % (unsigned int)min_t(int, cnt, 8)];
+	p = &piov[k - kiov];
+	len = k->iov_len ? min_t(size_t, k->iov_len, 3 * 4096) : 100;
+	switch ((b >> 3) & 7) {
+	case 0:
+		*k = (struct iovec){ NULL, len };
+		break;
+	case 1:
+		*k = (struct iovec){ region + 4096, len };
+		break;
+	case 2:
+	case 3:
+		*k = (struct iovec){ region + 4096 - (b & 8 ? 100 : 4096), len + 4096 };
+		break;
+	case 4:
+		*k = (struct iovec){ ro_page + (b & 1), min_t(size_t, len, 4095) };
+		break;
+	default:
+		return;
+	}
+	*p = *k;
+}
+
+/* vmsplice at either end: into the pipe from src, or out of it into kbuf/pbuf. */
+static void op_vmsplice(struct state *s, struct cursor *c)
+{
+	int e = u8(c) & 1;
+	size_t total;
+	int cnt = make_iov(s, c, e == 1, &total);
+	unsigned int flags = splice_flags(c);
+	struct res k = { 0, 0 }, p;
+
+	bad_segment(c, cnt, e == 1);
+	if (s->diff)
+		k = CALL(vmsplice(s->k[e], kiov, (unsigned long)cnt, flags));
+	p = CALL(pp_vmsplice(s->p[e], piov, (size_t)cnt, flags));
+	same(s, e ? "vmsplice to pipe" : "vmsplice to user", k, p);
+	/* Out of the pipe the copies land in kbuf/pbuf segment by segment, in order. */
+	if (!e && s->diff && k.ret > 0)
+		for (int i = 0, left = (int)k.ret; i < cnt && left > 0; i++) {
+			size_t n = min_t(size_t, kiov[i].iov_len, (size_t)left);
+
+			if (kiov[i].iov_base && memcmp(kiov[i].iov_base, piov[i].iov_base, n))
+				mismatch(s, "vmsplice to user: segment %d differs", i);
+			left -= (int)n;
+		}
+}
+
+/* splice or tee between the two pairs, either way; sometimes a pipe to itself. */
+static void op_splice_tee(struct state *s, struct cursor *c, bool is_tee)
+{
+	unsigned int b = u8(c);
+	size_t len = size_arg(c);
+	unsigned int flags = splice_flags(c);
+	int kin = b & 1 ? s->k2[0] : s->k[0], kout = b & 1 ? s->k[1] : s->k2[1];
+	struct pp_file *pin = b & 1 ? s->p2[0] : s->p[0], *pout = b & 1 ? s->p[1] : s->p2[1];
+	loff_t koff = 0, poff = 0;
+	struct res k = { 0, 0 }, p;
+
+	if (b & 2) {		/* the same pipe both sides: EINVAL */
+		kout = b & 1 ? s->k2[1] : s->k[1];
+		pout = b & 1 ? s->p2[1] : s->p[1];
+	}
+	if (b & 4) {		/* the ends swapped: EBADF */
+		kin = b & 1 ? s->k2[1] : s->k[1];
+		pin = b & 1 ? s->p2[1] : s->p[1];
+	}
+	if (is_tee) {
+		if (s->diff)
+			k = CALL(tee(kin, kout, len, flags));
+		p = CALL(pp_tee(pin, pout, len, flags));
+		same(s, "tee", k, p);
+		return;
+	}
+	/* An offset on a pipe: ESPIPE. */
+	if (s->diff)
+		k = CALL(splice(kin, b & 8 ? &koff : NULL, kout, NULL, len, flags));
+	p = CALL(pp_splice(pin, b & 8 ? &poff : NULL, pout, NULL, len, flags));
+	same(s, "splice", k, p);
+}
+
+/* Read from the second pair: its stream must be the kernel's too. */
+static void op_read2(struct state *s, struct cursor *c)
+{
+	size_t n = size_arg(c);
+	struct res k = { 0, 0 }, p;
+
+	if (s->diff)
+		k = CALL(read(s->k2[0], kbuf, n));
+	p = CALL(pp_read(s->p2[0], pbuf, n));
+	same(s, "read of the second pipe", k, p);
+	same_bytes(s, "read of the second pipe", k.ret);
+}
+
+static void on_release(void *buf, size_t count, void *arg)
+{
+	(void)buf;
+	(void)arg;
+	released += count;
+}
+
+/*
+ * pp_write_ref is vmsplice with a completion: the same count, errno and
+ * bytes.  Only non-blocking (the end's O_NONBLOCK decides, where vmsplice
+ * has its flag).
+ */
+static void op_write_ref(struct state *s, struct cursor *c)
+{
+	size_t n = size_arg(c);
+	const unsigned char *w = next_src(s, n);
+	unsigned int b = u8(c);
+	struct res k = { 0, 0 }, p;
+
+	if (b >= 0xf8)
+		w = b & 1 ? wr_bad + 4096 - 100 : NULL;	/* faults: part or all */
+	if (!end_nonblock(s, 1))
+		return;
+	if (s->diff)
+		k = CALL(vmsplice(s->k[1], &(struct iovec){ (void *)w, n }, 1, SPLICE_F_NONBLOCK));
+	p = CALL(pp_write_ref(s->p[1], w, n, on_release, NULL));
+	if (p.ret > 0)
+		queued_ref += (unsigned long)p.ret;
+	same(s, "pp_write_ref (vmsplice)", k, p);
+}
+
+/*
+ * pp_read_lend then pp_read_done(consumed) is a read of consumed bytes:
+ * those bytes, and the same stream after.
+ */
+static void op_lend(struct state *s, struct cursor *c)
+{
+	struct iovec lend[64];
+	int e = pick_end(c, 0);
+	int cnt = (int)(u8(c) % 64) + 1;
+	size_t n = size_arg(c), consumed;
+	unsigned int frac = u8(c);
+	struct res k = { 0, 0 }, p;
+
+	if (!read_ok(s, e, n))
+		return;
+	p = CALL(pp_read_lend(s->p[e], lend, cnt, n));
+	if (p.ret <= 0) {
+		if (s->diff)
+			k = CALL(read(s->k[e], kbuf, n));
+		same(s, "pp_read_lend (read)", k, p);
+		return;
+	}
+	/* Lent: at most n bytes, over at most cnt segments. */
+	consumed = frac >= 0x80 ? (size_t)p.ret : (size_t)p.ret * frac / 0x80;
+	for (int i = 0, off = 0; off < p.ret; off += (int)lend[i++].iov_len) {
+		if (i >= cnt || !lend[i].iov_len)
+			mismatch(s, "pp_read_lend: %lld bytes in %d segments of %d", p.ret, i, cnt);
+		memcpy(pbuf + off, lend[i].iov_base, lend[i].iov_len);
+	}
+	if (pp_read_done(s->p[e], consumed) < 0)
+		mismatch(s, "pp_read_done: %s", strerror(errno));
+	if (!s->diff)
+		return;
+	k = CALL(read(s->k[e], kbuf, consumed));
+	p.ret = (long long)consumed;
+	same(s, "pp_read_lend + pp_read_done (read)", k, p);
+	same_bytes(s, "pp_read_lend", k.ret);
+}
+
 enum {
 	OP_WRITE, OP_READ, OP_WRITEV, OP_READV, OP_SETSIZE, OP_GETSIZE,
 	OP_SETFL, OP_GETFL, OP_FIONREAD, OP_POLL, OP_CLOSE_W, OP_CLOSE_R,
-	OP_REOPEN, OP_FAULT, OP_NR,
+	OP_REOPEN, OP_FAULT, OP_VMSPLICE, OP_SPLICE, OP_TEE, OP_READ2,
+	OP_WRITE_REF, OP_LEND, OP_CLOSE2, OP_NR,
 };
 
-/* Read both pipes dry and compare: the streams must be the same to the end. */
-static void drain(struct state *s)
+/* Read both pipes of a pair dry and compare: the streams must be the same to the end. */
+static void drain(struct state *s, int k_[2], struct pp_file *p_[2])
 {
 	for (int guard = 0; guard < 4096; guard++) {
 		struct res k = { 0, 0 }, p;
 
-		if (!s->p[0])
+		if (!p_[0])
 			return;
 		if (s->diff) {
-			fcntl(s->k[0], F_SETFL, O_NONBLOCK);
-			k = CALL(read(s->k[0], kbuf, MAX_IO));
+			fcntl(k_[0], F_SETFL, O_NONBLOCK);
+			k = CALL(read(k_[0], kbuf, MAX_IO));
 		}
-		pp_fcntl(s->p[0], F_SETFL, O_NONBLOCK);
-		p = CALL(pp_read(s->p[0], pbuf, MAX_IO));
+		pp_fcntl(p_[0], F_SETFL, O_NONBLOCK);
+		p = CALL(pp_read(p_[0], pbuf, MAX_IO));
 		same(s, "final read", k, p);
 		same_bytes(s, "final read", k.ret);
 		if (p.ret <= 0)
@@ -443,6 +669,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		abort();
 	for (size_t i = 0; i < SRC_LEN; i++)
 		src[i] = (unsigned char)((i * 2654435761u) >> 13 ^ i);
+	rd_bad = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	wr_bad = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ro_page = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (rd_bad == MAP_FAILED || wr_bad == MAP_FAILED || ro_page == MAP_FAILED ||
+	    mprotect(rd_bad + 4096, 4096, PROT_NONE) || mprotect(wr_bad + 4096, 4096, PROT_NONE))
+		abort();
 	max_pipe = pp_pipe_get_max_size();
 	privileged = geteuid() == 0;
 	return 0;
@@ -451,7 +683,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct cursor c = { data, size };
-	struct state s = { .k = { -1, -1 }, .diff = !(u8(&c) & 1) };
+	struct state s = { .k = { -1, -1 }, .k2 = { -1, -1 }, .diff = !(u8(&c) & 1) };
 	int lowest_fd = lowest_free_fd(), fd;
 
 	open_pair(&s, u8(&c));
@@ -471,12 +703,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case OP_CLOSE_R:	close_end(&s, 0); break;
 		case OP_REOPEN:		open_pair(&s, u8(&c)); break;
 		case OP_FAULT:		op_fault(&s, &c); break;
+		case OP_VMSPLICE:	op_vmsplice(&s, &c); break;
+		case OP_SPLICE:		op_splice_tee(&s, &c, false); break;
+		case OP_TEE:		op_splice_tee(&s, &c, true); break;
+		case OP_READ2:		op_read2(&s, &c); break;
+		case OP_WRITE_REF:	op_write_ref(&s, &c); break;
+		case OP_LEND:		op_lend(&s, &c); break;
+		case OP_CLOSE2:		close_end2(&s, u8(&c) & 1); break;
 		}
 	}
 	pp__fault_disarm_all();
-	drain(&s);
+	drain(&s, s.k, s.p);
+	drain(&s, s.k2, s.p2);
 	close_end(&s, 0);
 	close_end(&s, 1);
+	close_end2(&s, 0);
+	close_end2(&s, 1);
+	/* Every byte pp_write_ref queued was given back once the pipes went. */
+	if (released != queued_ref)
+		mismatch(&s, "pp_write_ref: %lu bytes queued, %lu released", queued_ref, released);
+	released = queued_ref = 0;
 
 	/*
 	 * Every descriptor the library opened (event fds) must be gone with

@@ -28,6 +28,9 @@
  * nothing may wait.  vmsplice takes its bytes from one arena that is never
  * written after start-up, since the pipes keep references to it.
  *
+ * Bits 1 and 2 of the first byte make A and B packet pipes (O_DIRECT),
+ * both sides alike.
+ *
  * An input whose first byte is odd runs in fault mode: FAULT arms the
  * library's fault-injection sites, nothing is compared, and what is
  * checked is no crash, no memory leak (ASan) and no descriptor leak.
@@ -196,10 +199,13 @@ static void op_splice(struct state *s, struct cursor *c)
 	/*
 	 * Pipe pages of the file written back into the same file: an
 	 * overlapping copy, whose result depends on the order the bytes are
-	 * copied in; both are right.  The kernel copies page to page in
-	 * place (later bytes may read what earlier ones wrote); pagepipe
-	 * reads a run before it writes it (a memmove).  Every pipe holding
-	 * pages of the file then reads either result (agree() taints them).
+	 * copied in.  Both copy in order, a page (buffer) at a time, so they
+	 * agree when the target is a page or more from the source
+	 * (test/fidelity-kernel.c); closer than that the kernel copies in
+	 * place with its memcpy and pagepipe as memmove.  The pipe may hold
+	 * pages from anywhere in the file, so the harness cannot tell which
+	 * case it is: every pipe holding pages of the file reads either
+	 * result (agree() taints them).
 	 */
 	if (in->kind == K_PAGEPIPE && s->file_pages[in->stream] && out->kind == K_FILE)
 		agree(s, in, out, false);
@@ -458,7 +464,8 @@ static struct pp_file *wrap(int fd, bool fault_ok)
 	return f;
 }
 
-static void setup(struct state *s)
+/* Bit i of packets: pipe A (i = 0) or B (i = 1) is a packet pipe (O_DIRECT). */
+static void setup(struct state *s, unsigned int packets)
 {
 	int k[2], p[2];
 	struct pp_file *e[2];
@@ -475,9 +482,11 @@ static void setup(struct state *s)
 
 	/* A and B: pagepipes and kernel pipes. */
 	for (int i = 0; i < 2; i++) {
-		if (pipe2(k, O_NONBLOCK) < 0)
+		int fl = O_NONBLOCK | (packets & (1u << i) ? O_DIRECT : 0);
+
+		if (pipe2(k, fl) < 0)
 			fail_setup("pipe2");
-		if (pp_pipe2(e, O_NONBLOCK) < 0) {
+		if (pp_pipe2(e, fl) < 0) {
 			if (s->diff)
 				fail_setup("pp_pipe2");
 			e[0] = e[1] = NULL;
@@ -636,10 +645,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct cursor c = { data, size };
-	struct state s = { .diff = !(u8(&c) & 1) };
+	unsigned int first = u8(&c);
+	struct state s = { .diff = !(first & 1) };
 	int lowest_fd = lowest_free_fd(), fd;
 
-	setup(&s);
+	setup(&s, first >> 1);
 	for (s.op = 0; c.n && s.op < MAX_OPS; s.op++) {
 		switch (u8(&c) % OP_NR) {
 		case OP_SPLICE:
