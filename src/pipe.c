@@ -228,6 +228,8 @@ static ssize_t slot_reopen(struct pp_pipe *p, struct pp_iov_iter *it, size_t n)
 	s->buf.offset = 0;
 	/* Release: the offset and the bytes before the end that shows them. */
 	__atomic_store_n(&s->end, SLOT_MERGE | (unsigned int)n, __ATOMIC_RELEASE);
+	/* It holds bytes again; the caller wakes readers after this store. */
+	__atomic_store_n(&p->drained, 0, __ATOMIC_RELEASE);
 	return (ssize_t)n;
 }
 
@@ -320,9 +322,11 @@ static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
 			break;
 		if (keep && tail + 1 == head &&
 		    (__atomic_load_n(&s->end, __ATOMIC_RELAXED) & SLOT_MERGE)) {
-			if (slot_drain(s))
-				pp__pipe_wake_writers(p);	/* a slot's worth of room */
-			else
+			if (slot_drain(s)) {
+				/* Now it takes no room: tell pp__pipe_occupancy(). */
+				__atomic_store_n(&p->drained, tail + 1, __ATOMIC_RELEASE);
+				pp__pipe_wake_writers(p);
+			} else
 				pp__slot_sync(s);		/* more was merged: read on */
 			break;
 		}

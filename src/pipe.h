@@ -114,6 +114,7 @@ struct pp_pipe {
 	 */
 	_Alignas(PP_CACHELINE) pthread_mutex_t rd_mutex;
 	unsigned int tail;		/* free running; release store by the consumer */
+	unsigned int drained;		/* atomic: index + 1 of the drained slot (SLOT_DRAINED), or stale */
 	int rd_cpu;			/* where the consumer last ran: spin or yield */
 	struct pp__loan *loan;		/* the read loan in progress (zerocopy.c), under rd_mutex */
 	bool loan_active;		/* atomic: a loan holds rd_mutex */
@@ -162,21 +163,20 @@ static inline struct pp_slot *pp__pipe_slot(const struct pp_pipe *p, unsigned in
 	return &p->slots[index & (p->ring_size - 1)];
 }
 
-/* The slot at tail is a drained one (pipe.h: SLOT_DRAINED); tail != head. */
-static inline bool pp__pipe_tail_drained(const struct pp_pipe *p, unsigned int tail)
-{
-	return __atomic_load_n(&pp__pipe_slot(p, tail)->end, __ATOMIC_ACQUIRE) & SLOT_DRAINED;
-}
-
 /*
  * Slots holding bytes.  A glance without locks, exact for a side holding
  * its own lock about its own index; a waiter re-checks after any change.
+ * It reads no slot: a waiter holds no lock, and a resize may free the
+ * slots under it.  `drained` names the drained slot (its index + 1), which
+ * can only be the one at tail; retiring it moves tail past it, which is
+ * enough to make the mark stale.
  */
 static inline unsigned int pp__pipe_occupancy(const struct pp_pipe *p)
 {
 	unsigned int tail = pp__pipe_tail(p), head = pp__pipe_head(p);
+	unsigned int drained = __atomic_load_n(&p->drained, __ATOMIC_ACQUIRE);
 
-	return head - tail - (head != tail && pp__pipe_tail_drained(p, tail));
+	return head - tail - (head != tail && drained == tail + 1);
 }
 
 static inline bool pp__pipe_empty(const struct pp_pipe *p)

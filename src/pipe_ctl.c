@@ -166,9 +166,13 @@ ssize_t pp__pipe_set_size(struct pp_pipe *p, unsigned long arg)
 		ret = -ENOMEM;
 		goto out_unlock;
 	}
-	/* Compact to index 0, keeping order and merge words. */
+	/* Compact to index 0, keeping order, merge words and the drained mark. */
 	for (unsigned int i = 0; i < n; i++)
 		slots[i] = *pp__pipe_slot(p, p->tail + i);
+	if (n && __atomic_load_n(&p->drained, __ATOMIC_RELAXED) == p->tail + 1)
+		__atomic_store_n(&p->drained, 1, __ATOMIC_RELEASE);
+	else
+		__atomic_store_n(&p->drained, 0, __ATOMIC_RELEASE);
 	free(p->slots);
 	p->slots = slots;
 	p->ring_size = ring_size;

@@ -438,11 +438,7 @@ static ssize_t do_splice(struct pp_file *in, off_t *off_in, struct pp_file *out,
 	int err;
 
 	if (!ipipe && !opipe) {
-		/* Two OS descriptors: the kernel decides, including "neither a pipe". */
-		if (in->fd >= 0 && out->fd >= 0) {
-			ret = splice(in->fd, off_in, out->fd, off_out, len, flags);
-			return ret < 0 ? -errno : ret;
-		}
+		/* Two OS descriptors went to splice(2) in pp_splice(). */
 		if (!pp__file_readable(in) || !pp__file_writable(out))
 			return -EBADF;
 		return -EINVAL;
@@ -499,6 +495,12 @@ PP_EXPORT ssize_t pp_splice(struct pp_file *in, off_t *off_in, struct pp_file *o
 		return pp__ret(-EINVAL);
 	if (!in || !out)
 		return pp__ret(-EBADF);
+	/*
+	 * Two OS descriptors: exactly splice(2), holding nothing, since the
+	 * kernel may raise SIGPIPE inside it and a handler may siglongjmp.
+	 */
+	if (in->fd >= 0 && out->fd >= 0)
+		return splice(in->fd, off_in, out->fd, off_out, len, flags);
 	pp__file_get(in);
 	pp__file_get(out);
 	ret = do_splice(in, off_in, out, off_out, len, flags);

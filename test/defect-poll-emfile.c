@@ -31,7 +31,7 @@ static void *writer_main(void *arg)
 }
 
 /* Fill the descriptor table (with a low limit, so that this is quick). */
-static void fill_fd_table(void)
+static int fill_fd_table(void)
 {
 	struct rlimit rl = { 64, 64 };
 	int base = open("/dev/null", O_RDONLY);
@@ -41,6 +41,14 @@ static void fill_fd_table(void)
 	while (dup(base) >= 0)
 		;
 	ASSERT_EQ(errno, EMFILE);
+	return base;
+}
+
+/* Give the table back: LeakSanitizer needs descriptors at exit. */
+static void free_fd_table(int base)
+{
+	for (int fd = base; fd < 64; fd++)
+		close(fd);
 }
 
 static void run(int timeout_ms)
@@ -49,13 +57,13 @@ static void run(int timeout_ms)
 	struct writer wr;
 	pthread_t th;
 	struct pp_pollfd pfd;
-	int r, err;
+	int r, err, base;
 
 	t_watchdog(10, timeout_ms < 0 ?
 		   "pp_poll(-1) on a read end with the descriptor table full: the write never woke it" :
 		   "pp_poll(2000) on a read end with the descriptor table full");
 	t_pipe2(e, 0);
-	fill_fd_table();
+	base = fill_fd_table();
 	wr.w = e[1];
 	ASSERT_EQ(pthread_create(&th, NULL, writer_main, &wr), 0);
 	pfd = (struct pp_pollfd){ e[0], POLLIN, 0 };
@@ -70,6 +78,7 @@ static void run(int timeout_ms)
 			  "ready after 100 ms)", timeout_ms, r, r < 0 ? strerror(err) : "ok",
 			  pfd.revents);
 	t_join(th, NULL, 10);
+	free_fd_table(base);
 	pp_close(e[0]);
 	pp_close(e[1]);
 	t_watchdog(0, NULL);
