@@ -8,19 +8,22 @@
  * wake-up, by the usual store-then-load pairing on both sides (all
  * sequentially consistent):
  *
- *   sleeper:  sleepers++; woken = false; seq = load(wq); re-check; futex_wait(wq, seq)
- *   waker:    store head (or tail, or an end count); fence; if (sleepers &&
- *             !xchg(woken, true)) { wq++; futex_wake(wq) }
+ *   sleeper:  sleepers += 1; woken = false; seq = load(wq); re-check; futex_wait(wq, seq)
+ *   waker:    store head (or tail, or an end count); n = (sleepers += 0);
+ *             if (n && !xchg(woken, true)) { wq++; futex_wake(wq) }
  *
- * Either the waker's load of sleepers sees the sleeper, or the sleeper's
- * re-check sees the waker's store.  If the waker saw `woken` already set by
- * an earlier wake-up, the sleeper's `woken = false` comes later in the
- * single total order, after the waker's fence, so its re-check sees the
- * store.  If the wake-up's wq++ comes before the sleeper's load of wq, that
- * load (acquire, against the waker's seq_cst increment) sees the store too;
- * if after, futex_wait finds wq changed or is woken.  `woken` keeps a writer
- * on a busy pipe from making a futex call per write while the reader it
- * already woke waits for a CPU.
+ * The two read-modify-writes of sleepers are ordered.  If the sleeper's
+ * comes first, the waker sees it; if the waker's, the sleeper's increment
+ * reads from it, so the waker's store happens before the sleeper's re-check,
+ * which sees it and does not sleep.  A sleeper the waker saw is woken by it,
+ * unless `woken` was already set: then a wake-up is on its way from an
+ * earlier waker that read `woken` false after this sleeper cleared it, and
+ * a sleeper woken without seeing our store looks again through a new
+ * increment, which comes after ours and so sees it.  If a wake-up's wq++
+ * comes before the sleeper's load of wq, futex_wait is not reached with a
+ * stale value; if after, futex_wait finds wq changed or is woken.  `woken`
+ * keeps a writer on a busy pipe from making a futex call per write while
+ * the reader it already woke waits for a CPU.
  */
 #include "internal.h"
 
@@ -124,9 +127,13 @@ static void futex_wake_all(unsigned int *wq)
 
 static void wake(unsigned int *wq, unsigned int *sleepers, bool *woken)
 {
-	/* Orders the caller's store of head, tail or an end count: see above. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(sleepers, __ATOMIC_SEQ_CST) &&
+	/*
+	 * A read-modify-write, not a plain load: it is ordered with every
+	 * sleeper's increment (see above), and it releases the caller's store
+	 * of head, tail or an end count to any sleeper that increments after
+	 * it.  (A fence would do the first; TSan cannot see fences.)
+	 */
+	if (__atomic_fetch_add(sleepers, 0, __ATOMIC_SEQ_CST) &&
 	    !__atomic_exchange_n(woken, true, __ATOMIC_SEQ_CST))
 		futex_wake_all(wq);
 }
