@@ -229,11 +229,11 @@ static void pool_put(void *const *pages, unsigned int n)
 	pthread_mutex_unlock(&pool.lock);
 }
 
-void pp__page_pool_stats(size_t *chunks, size_t *free_pages)
+void pp__page_pool_stats(size_t *chunks, size_t *in_use)
 {
 	pthread_mutex_lock(&pool.lock);
 	*chunks = pool.nr_chunks;
-	*free_pages = pool.nr_free;
+	*in_use = pool.nr_chunks * (CHUNK_PAGES - 1) - pool.nr_free;
 	pthread_mutex_unlock(&pool.lock);
 }
 
