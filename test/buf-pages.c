@@ -292,6 +292,57 @@ static int test_idle_cache_trimmed(void)
 	return 0;
 }
 
+/*
+ * Sweeps while threads take and give pages: a page is never in two hands
+ * (each thread's pages keep the bytes it wrote) and TSan sees the locks.
+ */
+#define CHURN_THREADS	4
+
+static void *churn_main(void *arg)
+{
+	const size_t psz = pp_page_size();
+	unsigned int id = (unsigned int)(uintptr_t)arg;
+	void *page[64];
+
+	for (unsigned int round = 0; round < 300; round++) {
+		unsigned int n = 1 + (round * 7 + id) % 64;
+
+		for (unsigned int i = 0; i < n; i++) {
+			page[i] = pp_page_alloc();
+			if (!page[i])
+				return (void *)1;
+			t_fill(page[i], psz, (unsigned long long)i * psz, id * 1000 + round);
+		}
+		for (unsigned int i = 0; i < n; i++) {
+			if (t_check(page[i], psz, (unsigned long long)i * psz, id * 1000 + round))
+				return (void *)2;
+			pp_page_put(page[i]);
+		}
+	}
+	return NULL;
+}
+
+static int test_trim_races(void)
+{
+	pthread_t th[CHURN_THREADS];
+	size_t chunks, in_use;
+	void *ret;
+
+	for (int i = 0; i < CHURN_THREADS; i++)
+		ASSERT_EQ(pthread_create(&th[i], NULL, churn_main, (void *)(uintptr_t)(i + 1)), 0);
+	for (int k = 0; k < 200; k++)
+		pp__page_trim();
+	for (int i = 0; i < CHURN_THREADS; i++) {
+		t_join(th[i], &ret, 20);
+		ASSERT_EQ((intptr_t)ret, 0);
+	}
+	/* Every thread exited: its cache went back, nothing is out. */
+	pp__page_pool_stats(&chunks, &in_use);
+	ASSERT_EQ(in_use, pp__thread_page_count());
+	ASSERT_LE(chunks, 1);
+	return 0;
+}
+
 int main(void)
 {
 	static const struct t_subtest tests[] = {
@@ -300,6 +351,7 @@ int main(void)
 		T_SUBTEST(test_odirect_splice),
 		T_SUBTEST(test_thread_exit_returns_pages),
 		T_SUBTEST(test_idle_cache_trimmed),
+		T_SUBTEST(test_trim_races),
 	};
 
 	return T_RUN_SUBTESTS(tests);
