@@ -39,7 +39,8 @@
  * mutex; its owner takes it only on the thread-cache path (the pipe cache
  * is tried first and stays lock-free), where it is uncontended but for a
  * sweep.  Lock order: the registry of caches, then a cache, then the pool.
- * A thread's cache goes back to the pool when the thread exits.
+ * A thread's cache goes back to the pool when the thread exits.  The locks
+ * are held across fork(), as malloc's are, so that a child can allocate.
  */
 #include "internal.h"
 
@@ -315,6 +316,43 @@ __attribute__((destructor)) static void thread_pages_fini(void)
 		thread_pages_ok = false;
 	}
 	thread_pages_drain(&thread_pages);
+}
+
+/*
+ * fork: a lock another thread held at the fork would stay held in the
+ * child forever.  Hold them all across the fork, in the lock order; the
+ * child keeps only its own thread's cache (the others' threads are gone,
+ * their pages stay out of the pool, as memory any allocator's caches held).
+ */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&registry.lock);
+	pthread_mutex_lock(&thread_pages.lock);
+	pthread_mutex_lock(&pool.lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&pool.lock);
+	pthread_mutex_unlock(&thread_pages.lock);
+	pthread_mutex_unlock(&registry.lock);
+}
+
+static void fork_child(void)
+{
+	struct thread_pages *tp = &thread_pages;
+
+	/* This thread took the locks before the fork: nobody else can hold them. */
+	registry.head = tp->listed ? tp : NULL;
+	tp->next = tp->prev = NULL;
+	pthread_mutex_unlock(&pool.lock);
+	pthread_mutex_unlock(&tp->lock);
+	pthread_mutex_unlock(&registry.lock);
+}
+
+__attribute__((constructor)) static void fork_init(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 /* The thread's cache, listed for sweeps; false: pages go to the pool. */

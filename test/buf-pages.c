@@ -12,7 +12,9 @@
 #include "internal.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 
 #define LEN	(64u << 10)
 
@@ -343,6 +345,73 @@ static int test_trim_races(void)
 	return 0;
 }
 
+/*
+ * fork() while other threads hold the allocator's locks: the child must
+ * still allocate and sweep.  A child that hangs on a lock its parent's
+ * thread held at the fork is killed by its alarm.
+ */
+static atomic_bool fork_stop;
+
+static unsigned int page_burst(unsigned int n)
+{
+	void *page[200];
+	unsigned int got = 0;
+
+	for (; got < n; got++) {
+		page[got] = pp_page_alloc();
+		if (!page[got])
+			break;
+		memset(page[got], (int)got, 64);
+	}
+	for (unsigned int i = 0; i < got; i++)
+		pp_page_put(page[i]);
+	return got;
+}
+
+static void *fork_churn_main(void *arg)
+{
+	bool sweeper = arg != NULL;
+
+	while (!atomic_load(&fork_stop)) {
+		/* More than a thread cache holds: every burst refills and spills. */
+		if (page_burst(200) != 200)
+			return (void *)1;
+		if (sweeper)
+			pp__page_trim();
+	}
+	return NULL;
+}
+
+static int test_fork_while_churning(void)
+{
+	pthread_t th[4];
+	void *ret;
+
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(pthread_create(&th[i], NULL, fork_churn_main, i ? NULL : (void *)1), 0);
+	for (int k = 0; k < 100; k++) {
+		int status;
+		pid_t pid = fork();
+
+		ASSERT_GE(pid, 0);
+		if (!pid) {
+			alarm(10);
+			pp__page_trim();
+			_exit(page_burst(200) == 200 ? 0 : 1);
+		}
+		ASSERT_EQ(waitpid(pid, &status, 0), pid);
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			t_fail_at(__FILE__, __LINE__, "fork %d: child status %#x (signal %d)",
+				  k, status, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	}
+	atomic_store(&fork_stop, true);
+	for (int i = 0; i < 4; i++) {
+		t_join(th[i], &ret, 20);
+		ASSERT_EQ((intptr_t)ret, 0);
+	}
+	return 0;
+}
+
 int main(void)
 {
 	static const struct t_subtest tests[] = {
@@ -352,6 +421,7 @@ int main(void)
 		T_SUBTEST(test_thread_exit_returns_pages),
 		T_SUBTEST(test_idle_cache_trimmed),
 		T_SUBTEST(test_trim_races),
+		T_SUBTEST(test_fork_while_churning),
 	};
 
 	return T_RUN_SUBTESTS(tests);
