@@ -144,7 +144,10 @@ static void chunk_unlink(struct chunk *c)
 		pool.tail = c->prev;
 }
 
-/* Map twice the size and trim, for an aligned chunk.  pool.lock held. */
+/*
+ * Map twice the size and trim, for an aligned chunk.  pool.lock held: three
+ * system calls once per CHUNK_PAGES - 1 pages, rarer than a second lock dance.
+ */
 static struct chunk *chunk_map(void)
 {
 	size_t size = CHUNK_SIZE;
