@@ -203,6 +203,8 @@ bool  pp__page_get(void *page);
 void  pp__page_put(struct pp_pipe *p, void *page);
 bool  pp__page_only_ref(void *page);
 unsigned int pp__thread_page_count(void);	/* pages in this thread's cache (tests) */
+void  pp__page_pool_stats(size_t *chunks, size_t *in_use);	/* pages out of the pool (tests) */
+void  pp__page_trim(void);	/* sweep unused thread caches now (tests; buf.c) */
 void  pp__pipe_free_tmp_pages(struct pp_pipe *p);
 extern unsigned int pp__page_ref_max;			/* tests lower it to reach the limit */
 
