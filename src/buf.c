@@ -520,6 +520,26 @@ void pp__page_free(struct pp_pipe *p, void *page)
 		pool_put(&page, 1);
 }
 
+/*
+ * A pipe left holding a drained slot keeps its page as a spare already,
+ * which is what the next write takes: its cached pages go to this thread's
+ * cache, where the pool gets them back in batches if nobody uses them.
+ * So an idle pipe that carried traffic keeps one page, not three.
+ */
+void pp__pipe_trim_tmp_pages(struct pp_pipe *p)
+{
+	for (int i = 0; i < PP_TMP_PAGES; i++) {
+		void *page;
+
+		/* A plain load first: the common case is an empty cache. */
+		if (!atomic_load_explicit(&p->tmp_page[i], memory_order_relaxed))
+			continue;
+		page = atomic_exchange_explicit(&p->tmp_page[i], NULL, memory_order_acquire);
+		if (page)
+			pp__page_free(NULL, page);
+	}
+}
+
 void pp__pipe_free_tmp_pages(struct pp_pipe *p)
 {
 	void *pages[PP_TMP_PAGES];

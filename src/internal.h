@@ -206,6 +206,7 @@ unsigned int pp__thread_page_count(void);	/* pages in this thread's cache (tests
 void  pp__page_pool_stats(size_t *chunks, size_t *in_use);	/* pages out of the pool (tests) */
 void  pp__page_trim(void);	/* sweep unused thread caches now (tests; buf.c) */
 void  pp__pipe_free_tmp_pages(struct pp_pipe *p);
+void  pp__pipe_trim_tmp_pages(struct pp_pipe *p);	/* a drained slot is the spare */
 extern unsigned int pp__page_ref_max;			/* tests lower it to reach the limit */
 
 /* File pages and user memory (file_buf.c, user_buf.c). */

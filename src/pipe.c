@@ -326,6 +326,7 @@ static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
 				/* Now it takes no room: tell pp__pipe_occupancy(). */
 				__atomic_store_n(&p->drained, tail + 1, __ATOMIC_RELEASE);
 				pp__pipe_wake_writers(p);
+				pp__pipe_trim_tmp_pages(p);
 			} else
 				pp__slot_sync(s);		/* more was merged: read on */
 			break;
