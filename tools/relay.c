@@ -28,6 +28,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+static const char usage_relay[] =
+	"Usage: pagepipe relay [OPTION]... LISTEN TARGET\n"
+	"Accept TCP connections on LISTEN and relay each, both ways, to TARGET,\n"
+	"through pagepipes with splice.  LISTEN and TARGET are HOST:PORT (IPv6 as\n"
+	"[ADDR]:PORT).  The end of one direction is passed on as a half-close;\n"
+	"connections are served at once, each on its own threads.  With LISTEN\n"
+	"port 0 the port chosen is printed on standard output as HOST:PORT.\n"
+	"\n"
+	"  -v, --verbose      log each connection on standard error\n"
+	"      --progress     show connections and bytes on standard error\n"
+	"      --no-progress  do not (the default)\n"
+	"      --help         display this help and exit\n";
+
 /* Per-direction staging: enough for a fast link, small enough for many. */
 #define RELAY_STAGE	(256u << 10)
 #define RELAY_STACK	(256u << 10)

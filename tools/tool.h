@@ -2,9 +2,14 @@
 /*
  * tool.h - what the pagepipe command's files share.
  *
+ * main.c      dispatch, options, messages, sizes
+ * xfer.c      the transfer engine: one descriptor or pagepipe end to another
+ * progress.c  the progress line
+ * cat.c tee.c copy.c buffer.c relay.c   one command each
+ *
  * Helpers here follow the library's own convention: they return a count or
- * 0 on success and -errno on failure.  Only the subcommands print messages
- * and choose exit codes.
+ * 0 on success and -errno on failure.  Only the commands print messages
+ * and choose exit codes.  Only include/pagepipe.h is used from the library.
  */
 #ifndef PAGEPIPE_TOOL_H
 #define PAGEPIPE_TOOL_H
@@ -14,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "pagepipe.h"
@@ -41,19 +47,22 @@ void warn_err(int err, const char *what);
 
 /* The write end's reader went away: stop quietly, as cat does under SIGPIPE. */
 void __attribute__((noreturn)) exit_epipe(void);
+/* Whether SIGPIPE was at its default when the command started. */
+bool sigpipe_default(void);
 void sigpipe_setup(void);
 
 int parse_size(const char *s, uint64_t *out);
 void format_bytes(char *buf, size_t n, double v);
 
 /* -------------------------------------------------------------------------
- * Moving bytes from one descriptor to another by the fastest path that
- * works.  DIRECT is one pp_splice() between the two OS descriptors (the
- * library passes it to the kernel when one is a kernel pipe); STAGED goes
- * through a pagepipe, so that file pages reach a socket by sendfile and a
- * file by copy_file_range; COPY is read(2)/write(2) through user memory,
- * the fallback that always works.  A path that fails with EINVAL, ENOSYS or
- * EXDEV is given up for the next one, without losing a byte.
+ * The transfer engine: moving bytes from one end to another by the fastest
+ * path that works.  An end is an OS descriptor or a pagepipe end.  DIRECT
+ * is one pp_splice() between the two (the library passes it to the kernel
+ * when one is a kernel pipe, and moves references when one is a pagepipe);
+ * STAGED goes through a pagepipe, so that file pages reach a socket by
+ * sendfile and a file by copy_file_range; COPY is read/write through user
+ * memory, the fallback that always works.  A path that fails with EINVAL,
+ * ENOSYS or EXDEV is given up for the next one, without losing a byte.
  */
 enum xfer_path {
 	XFER_DIRECT,
@@ -62,8 +71,9 @@ enum xfer_path {
 };
 
 struct xfer {
-	int in_fd, out_fd;
-	struct pp_file *in, *out;	/* pp_fdopen() of in_fd, out_fd */
+	int in_fd, out_fd;		/* OS descriptors, -1 for a pagepipe end */
+	struct pp_file *in, *out;
+	bool own_in, own_out;		/* made by pp_fdopen() here */
 	struct pp_file *stage[2];	/* the staging pagepipe, made on first use */
 	size_t stage_size;
 	enum xfer_path path;
@@ -74,8 +84,17 @@ struct xfer {
 
 extern const char *const xfer_path_name[];
 
-enum xfer_path xfer_best_path(int in_fd, int out_fd);
+/*
+ * Between two OS descriptors; a stage_size of 0 chooses by the input (8 MiB
+ * for a regular file, else 1 MiB).
+ */
 int xfer_init(struct xfer *x, int in_fd, int out_fd, size_t stage_size);
+/*
+ * Each side an OS descriptor (fd >= 0, file NULL) or a pagepipe end (fd
+ * -1), which stays the caller's to close.
+ */
+int xfer_init_ends(struct xfer *x, int in_fd, struct pp_file *in, int out_fd,
+		   struct pp_file *out);
 void xfer_destroy(struct xfer *x);
 /*
  * Move up to max bytes from input to output: returns the count moved (all
@@ -83,6 +102,14 @@ void xfer_destroy(struct xfer *x);
  * when the output failed.
  */
 ssize_t xfer_step(struct xfer *x, size_t max);
+/*
+ * Move exactly len bytes queued in the pagepipe read end `from` to the
+ * output.  On failure the rest is discarded, so that `from` is empty either
+ * way, and -errno returned.
+ */
+int xfer_drain(struct xfer *x, struct pp_file *from, size_t len);
+/* Throw away everything queued in a pagepipe read end. */
+void pipe_discard(struct pp_file *r);
 
 /* Write all of buf to fd, waiting out EAGAIN and EINTR. */
 int write_all(int fd, const void *buf, size_t len);
@@ -92,6 +119,15 @@ bool is_degradable(int err);
 
 /* Make a pagepipe of at least size bytes, raising the limit if need be. */
 int stage_pipe(struct pp_file *ends[2], size_t size, int flags);
+
+/* Open a FILE operand for reading ("-" is standard input); a directory is EISDIR. */
+int open_input(const char *name, int *fd);
+/* Bytes left to read in a regular file; *known cleared for anything else. */
+uint64_t input_size(int fd, bool *known);
+/* Give a kernel pipe on fd room for big splices. */
+void grow_out_pipe(int fd);
+/* Report a failed transfer; EPIPE on the output goes to exit_epipe(). */
+void report_xfer(const struct xfer *x, int err, const char *in_name, const char *out_name);
 
 /* -------------------------------------------------------------------------
  * Progress on stderr: bytes, rate, and ETA when the total is known.
@@ -148,7 +184,6 @@ struct option;
 int parse_opts(int argc, char **argv, const char *shortopts,
 	       const struct option *extra, const char *usage, struct opts *o);
 void try_help(void);
-extern const char usage_relay[];
 
 int cmd_cat(int argc, char **argv);
 int cmd_tee(int argc, char **argv);
