@@ -25,7 +25,8 @@ static const char usage_buffer[] =
 	"  -s, --size SIZE    buffer size, with K, M or G (default 16M, at most 2G)\n"
 	"      --progress     show bytes, rate and buffer fill on standard error\n"
 	"      --no-progress  do not (the default when stderr is not a terminal)\n"
-	"      --help         display this help and exit\n";
+	"      --help         display this help and exit\n"
+	"      --version      output version information and exit\n";
 
 struct buffer_state {
 	struct pp_file *ends[2];
@@ -47,8 +48,10 @@ static void *buffer_filler(void *arg)
 	for (;;) {
 		ssize_t n = xfer_step(&x, STAGE_SIZE);
 
-		if (n > 0)
+		if (n > 0) {
+			progress_add_in(&b->pg, (uint64_t)n);
 			continue;
+		}
 		/* EPIPE into the pagepipe: the drainer stopped and says why. */
 		if (n < 0 && !(x.write_err && n == -EPIPE))
 			b->in_err = (int)-n;
@@ -137,7 +140,7 @@ int cmd_buffer(int argc, char **argv)
 	pthread_t filler, drainer;
 	int first, err, status = EXIT_OK;
 
-	first = parse_opts(argc, argv, "+s:", longopts, usage_buffer, &o);
+	first = parse_opts(argc, argv, "s:", longopts, usage_buffer, &o);
 	if (first < 0)
 		return first == -2 ? EXIT_OK : EXIT_USAGE;
 	if (first != argc) {
@@ -166,6 +169,7 @@ int cmd_buffer(int argc, char **argv)
 	pthread_mutex_init(&b->lock, NULL);
 	pthread_cond_init(&b->done_cond, NULL);
 	progress_init(&b->pg, o.progress);
+	b->pg.in_out = true;
 	b->pg.extra = buffer_fill;
 	b->pg.extra_arg = b;
 	if (pthread_create(&drainer, NULL, buffer_drainer, b) ||

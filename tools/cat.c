@@ -21,10 +21,12 @@ static const char usage_cat[] =
 	"copy_file_range, through a pagepipe; a terminal gets plain writes.\n"
 	"\n"
 	"      --prefix TEXT  write TEXT before the first byte\n"
+	"  -u                 (ignored; output is never buffered)\n"
 	"      --bytes N      copy at most N bytes of each FILE (K, M, G suffixes)\n"
 	"      --progress     show bytes, rate and ETA on standard error\n"
 	"      --no-progress  do not (the default)\n"
 	"      --help         display this help and exit\n"
+	"      --version      output version information and exit\n"
 	"\n"
 	"Example: pagepipe cat --prefix 'hello: ' --bytes 1000 FILE | less\n";
 
@@ -79,6 +81,34 @@ static int cat_one(int in_fd, const char *name, const struct opts *o, struct pro
 	return status;
 }
 
+/*
+ * The total for the progress line, from all the FILEs before the first is
+ * read, as pv does: the percentage and ETA are of the whole.  Known when
+ * every FILE is a regular file, or when --bytes bounds the only one.
+ */
+static void cat_total(struct progress *pg, char **files, int nfiles, const struct opts *o)
+{
+	pg->known = true;
+	for (int i = 0; i < nfiles; i++) {
+		bool known = true;
+		uint64_t sz = 0;
+		struct stat st;
+
+		if (!strcmp(files[i], "-"))
+			sz = input_size(STDIN_FILENO, &known);
+		else if (stat(files[i], &st) == 0 && S_ISREG(st.st_mode))
+			sz = (uint64_t)st.st_size;
+		else if (stat(files[i], &st) == 0)
+			known = false;
+		if (o->have_bytes && (sz > o->bytes || !known)) {
+			sz = o->bytes;
+			known = known || nfiles == 1;
+		}
+		pg->known = pg->known && known;
+		pg->total += sz;
+	}
+}
+
 int cmd_cat(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -92,7 +122,7 @@ int cmd_cat(int argc, char **argv)
 	char **files;
 	int first, nfiles, status = EXIT_OK;
 
-	first = parse_opts(argc, argv, "+", longopts, usage_cat, &o);
+	first = parse_opts(argc, argv, "u", longopts, usage_cat, &o);
 	if (first < 0)
 		return first == -2 ? EXIT_OK : EXIT_USAGE;
 	files = argv + first;
@@ -103,7 +133,8 @@ int cmd_cat(int argc, char **argv)
 	}
 
 	progress_init(&pg, o.progress);
-	pg.known = true;
+	if (pg.on)
+		cat_total(&pg, files, nfiles, &o);
 	if (o.prefix) {
 		/* The seed's plain write, ahead of the splice. */
 		int err = write_all(STDOUT_FILENO, o.prefix, strlen(o.prefix));
@@ -123,17 +154,6 @@ int cmd_cat(int argc, char **argv)
 			warn_err(-err, files[i]);
 			status = EXIT_FAIL;
 			continue;
-		}
-		if (pg.on) {
-			bool known = true;
-			uint64_t sz = input_size(fd, &known);
-
-			pg.known = pg.known && known;
-			if (o.have_bytes && (sz > o.bytes || !known)) {
-				sz = o.bytes;
-				pg.known = pg.known || nfiles == 1;
-			}
-			pg.total += sz;
 		}
 		if (cat_one(fd, strcmp(files[i], "-") ? files[i] : "standard input", &o, &pg))
 			status = EXIT_FAIL;

@@ -6,7 +6,7 @@
  *
  * Exit codes are coreutils': 0 success, 1 failure, 2 bad usage.  SIGPIPE
  * is ignored so that every write reports EPIPE, and a reader that goes
- * away then ends the command as quietly as it ends cat (see exit_epipe).
+ * away then ends the command as it ends cat (see exit_epipe).
  */
 #include "tool.h"
 
@@ -30,12 +30,13 @@ void warnx(const char *fmt, ...)
 {
 	va_list ap;
 
-	fflush(stdout);
+	progress_message_begin();
 	fprintf(stderr, "%s: ", prog);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+	progress_message_end();
 }
 
 void warn_err(int err, const char *what)
@@ -52,12 +53,16 @@ void sigpipe_setup(void)
 	sigpipe_was_default = old.sa_handler == SIG_DFL;
 }
 
+bool sigpipe_default(void)
+{
+	return sigpipe_was_default;
+}
+
 /*
  * cat dies of SIGPIPE when its reader goes away: no message, and the
  * status the shell expects (141, which `set -o pipefail` scripts already
- * allow for cat).  Do the same, unless SIGPIPE came in ignored, where cat
- * would fail with EPIPE: then just stop, since every byte the reader took
- * was right.
+ * allow for cat).  Do the same; where SIGPIPE came in ignored, cat's
+ * write fails with EPIPE and it says so and exits 1: do that too.
  */
 void exit_epipe(void)
 {
@@ -70,7 +75,8 @@ void exit_epipe(void)
 		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 		raise(SIGPIPE);
 	}
-	_exit(EXIT_OK);
+	warn_err(EPIPE, "write error");
+	exit(EXIT_FAIL);
 }
 
 /* Sizes: a number with an optional K, M, G or T (powers of 1024), "iB" or "B". */
@@ -122,6 +128,32 @@ int parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/*
+ * buffer --size: a size from 4K to the library's largest pipe (2^40), or
+ * a whole percentage of physical memory, as mbuffer -m 10%.  Like mbuffer,
+ * at most 90%: the rest of the system must go on.
+ */
+int parse_buffer_size(const char *s, uint64_t *out)
+{
+	size_t len = s ? strlen(s) : 0;
+
+	if (len > 1 && s[len - 1] == '%') {
+		long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+		unsigned long pct;
+		char *end;
+
+		if (!isdigit((unsigned char)*s))
+			return -EINVAL;
+		pct = strtoul(s, &end, 10);
+		if (end != s + len - 1 || pct < 1 || pct > 90 || pages <= 0 || page <= 0)
+			return -EINVAL;
+		*out = (uint64_t)pages * (uint64_t)page / 100 * pct;
+	} else if (parse_size(s, out)) {
+		return -EINVAL;
+	}
+	return *out >= 4096 && *out <= BUFFER_MAX ? 0 : -ERANGE;
+}
+
 /* ---------------------------------------------------------------------- */
 
 void try_help(void)
@@ -146,9 +178,41 @@ static const char usage_main[] =
 	"      --help         display help and exit\n"
 	"      --version      output version information and exit\n"
 	"\n"
-	"'pagepipe COMMAND --help' describes one command; see also pagepipe(1).\n"
+	"'pagepipe COMMAND --help' or 'pagepipe help COMMAND' describes one command;\n"
+	"see also pagepipe(1).\n"
 	"Exit status: 0 success, 1 failure, 2 bad usage.\n";
 
+/* tee --output-error[=MODE]: GNU tee's modes; no MODE is warn-nopipe. */
+static int parse_output_error(const char *mode)
+{
+	static const char *const modes[] = {
+		[OUTPUT_ERROR_WARN] = "warn",
+		[OUTPUT_ERROR_WARN_NOPIPE] = "warn-nopipe",
+		[OUTPUT_ERROR_EXIT] = "exit",
+		[OUTPUT_ERROR_EXIT_NOPIPE] = "exit-nopipe",
+	};
+
+	if (!mode)
+		return OUTPUT_ERROR_WARN_NOPIPE;
+	for (int i = OUTPUT_ERROR_WARN; i <= OUTPUT_ERROR_EXIT_NOPIPE; i++)
+		if (!strcmp(mode, modes[i]))
+			return i;
+	warnx("invalid argument '%s' for '--output-error'", mode);
+	fputs("Valid arguments are:\n  - 'warn'\n  - 'warn-nopipe'\n  - 'exit'\n"
+	      "  - 'exit-nopipe'\n", stderr);
+	try_help();
+	return -1;
+}
+
+static void version(void)
+{
+	printf("pagepipe %s (libpagepipe %s)\n", PAGEPIPE_VERSION, PAGEPIPE_VERSION);
+}
+
+/*
+ * Options may follow operands, as with GNU getopt, unless POSIXLY_CORRECT
+ * is set: the commands' option strings have no leading '+'.
+ */
 int parse_opts(int argc, char **argv, const char *shortopts,
 		      const struct option *extra, const char *usage, struct opts *o)
 {
@@ -157,6 +221,7 @@ int parse_opts(int argc, char **argv, const char *shortopts,
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
+		{ "version", no_argument, NULL, OPT_VERSION },
 	};
 	size_t n = 0;
 	int c;
@@ -175,6 +240,9 @@ int parse_opts(int argc, char **argv, const char *shortopts,
 		switch (c) {
 		case OPT_HELP:
 			fputs(usage, stdout);
+			return -2;
+		case OPT_VERSION:
+			version();
 			return -2;
 		case OPT_PROGRESS:
 			o->progress = PROGRESS_ON;
@@ -199,13 +267,26 @@ int parse_opts(int argc, char **argv, const char *shortopts,
 			break;
 		case 'p':
 			o->keep_going = true;
+			o->output_error = OUTPUT_ERROR_WARN_NOPIPE;
 			break;
 		case 'v':
 			o->verbose = true;
 			break;
+		case 'i':
+			o->ignore_interrupts = true;
+			break;
+		case OPT_OUTPUT_ERROR:
+			o->output_error = parse_output_error(optarg);
+			if (o->output_error < 0)
+				return -1;
+			break;
+		case 'u':
+			/* cat -u: POSIX's unbuffered output, which every write here is. */
+			break;
 		case 's':
-			if (parse_size(optarg, &v) || v < 4096 || v > ((uint64_t)1 << 31)) {
-				warnx("invalid buffer size: '%s' (4K to 2G)", optarg);
+			if (parse_buffer_size(optarg, &v)) {
+				warnx("invalid buffer size: '%s' (4K to 1T, or 1%% to 90%% of memory)",
+				      optarg);
 				try_help();
 				return -1;
 			}
@@ -230,11 +311,6 @@ static const struct {
 	{ "relay", cmd_relay },
 };
 
-static void version(void)
-{
-	printf("pagepipe %s (libpagepipe %s)\n", PAGEPIPE_VERSION, PAGEPIPE_VERSION);
-}
-
 int main(int argc, char **argv)
 {
 	static char name[64];
@@ -255,7 +331,11 @@ int main(int argc, char **argv)
 		version();
 		return EXIT_OK;
 	}
-	if (!strcmp(cmd, "help") && argc > 2) {
+	if (!strcmp(cmd, "help") && argc == 2) {
+		fputs(usage_main, stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(cmd, "help")) {
 		static char *help[4];
 
 		help[0] = argv[0];

@@ -17,6 +17,7 @@
  */
 #include "tool.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <netdb.h>
@@ -39,7 +40,8 @@ static const char usage_relay[] =
 	"  -v, --verbose      log each connection on standard error\n"
 	"      --progress     show connections and bytes on standard error\n"
 	"      --no-progress  do not (the default)\n"
-	"      --help         display this help and exit\n";
+	"      --help         display this help and exit\n"
+	"      --version      output version information and exit\n";
 
 /* Per-direction staging: enough for a fast link, small enough for many. */
 #define RELAY_STAGE	(256u << 10)
@@ -98,6 +100,22 @@ static int split_hostport(const char *s, char *buf, size_t n, char **host, char 
 	return 0;
 }
 
+/*
+ * A port is a decimal number, 1 to 65535; 0 only where the kernel may
+ * choose (a listening address).  getaddrinfo() alone would take 99999 as
+ * 34463 and "-1" as 65535, and a service name is no port either.
+ */
+static bool valid_port(const char *port, bool passive)
+{
+	unsigned long v;
+	char *end;
+
+	if (!isdigit((unsigned char)*port) || strlen(port) > 5)
+		return false;
+	v = strtoul(port, &end, 10);
+	return !*end && v <= 65535 && (v || passive);
+}
+
 static int resolve(const char *s, bool passive, struct sockaddr_storage *ss, socklen_t *len)
 {
 	struct addrinfo hints = {
@@ -109,6 +127,10 @@ static int resolve(const char *s, bool passive, struct sockaddr_storage *ss, soc
 
 	if (err)
 		return err;
+	if (!valid_port(port, passive)) {
+		warnx("'%s': invalid port '%s' (%s to 65535)", s, port, passive ? "0" : "1");
+		return -ERANGE;
+	}
 	err = getaddrinfo(*host ? host : NULL, port, &hints, &res);
 	if (err) {
 		warnx("%s: %s", s, gai_strerror(err));
@@ -234,7 +256,7 @@ int cmd_relay(int argc, char **argv)
 	pthread_attr_t attr;
 	int first, lfd, one = 1;
 
-	first = parse_opts(argc, argv, "+v", longopts, usage_relay, &o);
+	first = parse_opts(argc, argv, "v", longopts, usage_relay, &o);
 	if (first < 0)
 		return first == -2 ? EXIT_OK : EXIT_USAGE;
 	if (argc - first != 2) {
@@ -249,8 +271,9 @@ int cmd_relay(int argc, char **argv)
 		int err = i ? resolve(argv[first + 1], false, &r.target, &r.target_len) :
 			      resolve(argv[first], true, &la, &la_len);
 
-		if (err == -EINVAL || err == -ENAMETOOLONG) {
+		if (err == -EINVAL || err == -ENAMETOOLONG)
 			warnx("'%s': addresses are HOST:PORT", argv[first + i]);
+		if (err == -EINVAL || err == -ENAMETOOLONG || err == -ERANGE) {
 			try_help();
 			return EXIT_USAGE;
 		}

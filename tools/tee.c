@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,10 +26,23 @@ static const char usage_tee[] =
 	"splice between pagepipes where the descriptors allow.\n"
 	"\n"
 	"  -a, --append       append to the FILEs, do not truncate them\n"
-	"  -p                 when an output's reader goes away, keep writing the others\n"
+	"  -i, --ignore-interrupts  ignore interrupt signals\n"
+	"  -p                 operate in a more appropriate MODE with pipes\n"
+	"      --output-error[=MODE]  set behavior on write error (see MODE below)\n"
 	"      --progress     show bytes and rate on standard error\n"
 	"      --no-progress  do not (the default)\n"
-	"      --help         display this help and exit\n";
+	"      --help         display this help and exit\n"
+	"      --version      output version information and exit\n"
+	"\n"
+	"MODE determines behavior with write errors on the outputs:\n"
+	"  warn           diagnose errors writing to any output\n"
+	"  warn-nopipe    diagnose errors writing to any output not a pipe\n"
+	"  exit           exit on error writing to any output\n"
+	"  exit-nopipe    exit on error writing to any output not a pipe\n"
+	"The default MODE for -p is warn-nopipe; --output-error without MODE is\n"
+	"warn-nopipe too.  With neither, a reader that goes away ends the command\n"
+	"by SIGPIPE, or drops that output where SIGPIPE is ignored; other errors\n"
+	"are reported and the output dropped.\n";
 
 struct tee_out {
 	int fd;
@@ -40,24 +54,33 @@ struct tee_out {
 struct tee_state {
 	struct tee_out *outs;
 	int nouts;
-	bool keep_going;
+	enum output_error mode;
 	int status;
 	struct pp_file *stage[2], *dup[2];
 	struct xfer fill;		/* standard input into the stage */
 	char *buf;
 };
 
-/* An output failed: report it, or end quietly for a reader gone away. */
+/*
+ * An output failed, and is dropped.  As GNU tee: by default a reader gone
+ * away is SIGPIPE where that is at its default and silence where it is
+ * ignored; the -nopipe modes are silent about EPIPE too; any other error
+ * is reported, and the exit modes stop at once.
+ */
 static void tee_fail(struct tee_state *t, struct tee_out *out, int err)
 {
-	if (err == EPIPE) {
-		if (!t->keep_going)
-			exit_epipe();
-	} else {
-		warn_err(err, out->name);
-		t->status = EXIT_FAIL;
-	}
+	bool nopipe = t->mode == OUTPUT_ERROR_SIGPIPE || t->mode == OUTPUT_ERROR_WARN_NOPIPE ||
+		      t->mode == OUTPUT_ERROR_EXIT_NOPIPE;
+
 	out->dead = true;
+	if (err == EPIPE && t->mode == OUTPUT_ERROR_SIGPIPE && sigpipe_default())
+		exit_epipe();
+	if (err == EPIPE && nopipe)
+		return;
+	warn_err(err, out->name);
+	t->status = EXIT_FAIL;
+	if (t->mode == OUTPUT_ERROR_EXIT || t->mode == OUTPUT_ERROR_EXIT_NOPIPE)
+		exit(EXIT_FAIL);
 }
 
 static int open_outputs(struct tee_state *t, char **names, int n, bool append)
@@ -186,6 +209,8 @@ int cmd_tee(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "append", no_argument, NULL, 'a' },
+		{ "ignore-interrupts", no_argument, NULL, 'i' },
+		{ "output-error", optional_argument, NULL, OPT_OUTPUT_ERROR },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .progress = PROGRESS_OFF };
@@ -193,10 +218,12 @@ int cmd_tee(int argc, char **argv)
 	struct progress pg;
 	int first, err;
 
-	first = parse_opts(argc, argv, "+ap", longopts, usage_tee, &o);
+	first = parse_opts(argc, argv, "aip", longopts, usage_tee, &o);
 	if (first < 0)
 		return first == -2 ? EXIT_OK : EXIT_USAGE;
-	t.keep_going = o.keep_going;
+	t.mode = (enum output_error)o.output_error;
+	if (o.ignore_interrupts)
+		signal(SIGINT, SIG_IGN);
 	t.buf = malloc(STAGE_SIZE);
 	err = t.buf ? open_outputs(&t, argv + first, argc - first, o.append) : -ENOMEM;
 	if (!err)

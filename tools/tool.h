@@ -45,13 +45,20 @@ void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "prog: what: strerror(err)"; err is a positive errno. */
 void warn_err(int err, const char *what);
 
-/* The write end's reader went away: stop quietly, as cat does under SIGPIPE. */
+/*
+ * The output's reader went away (EPIPE).  With SIGPIPE at its default,
+ * die of it quietly as cat does; with SIGPIPE ignored, report
+ * "write error: Broken pipe" and exit 1, as cat does.
+ */
 void __attribute__((noreturn)) exit_epipe(void);
 /* Whether SIGPIPE was at its default when the command started. */
 bool sigpipe_default(void);
 void sigpipe_setup(void);
 
 int parse_size(const char *s, uint64_t *out);
+/* The largest buffer: the largest pipe the library makes. */
+#define BUFFER_MAX	((uint64_t)1 << 40)
+int parse_buffer_size(const char *s, uint64_t *out);
 void format_bytes(char *buf, size_t n, double v);
 
 /* -------------------------------------------------------------------------
@@ -61,10 +68,13 @@ void format_bytes(char *buf, size_t n, double v);
  * when one is a kernel pipe, and moves references when one is a pagepipe);
  * STAGED goes through a pagepipe, so that file pages reach a socket by
  * sendfile and a file by copy_file_range; COPY is read/write through user
- * memory, the fallback that always works.  A path that fails with EINVAL,
+ * memory, the fallback that always works.  RANGE, between two regular
+ * files, is copy_file_range(2) as cp uses it: the file system's own copy
+ * (a reflink or an in-kernel one), which no user-space path can beat.  A path that fails with EINVAL,
  * ENOSYS or EXDEV is given up for the next one, without losing a byte.
  */
 enum xfer_path {
+	XFER_RANGE,			/* copy_file_range(2): file to file */
 	XFER_DIRECT,
 	XFER_STAGED,
 	XFER_COPY,
@@ -126,20 +136,27 @@ int open_input(const char *name, int *fd);
 uint64_t input_size(int fd, bool *known);
 /* Give a kernel pipe on fd room for big splices. */
 void grow_out_pipe(int fd);
-/* Report a failed transfer; EPIPE on the output goes to exit_epipe(). */
+/*
+ * Report a failed transfer.  EPIPE on the output ends the command: by
+ * SIGPIPE where that is at its default, else after the message, status 1.
+ */
 void report_xfer(const struct xfer *x, int err, const char *in_name, const char *out_name);
 
 /* -------------------------------------------------------------------------
- * Progress on stderr: bytes, rate, and ETA when the total is known.
+ * Progress on stderr (progress.c): bytes, time, the current rate, and a
+ * bar, percentage and ETA when the total is known.
  */
 struct progress {
 	bool on;
 	bool tty;			/* redraw one line with \r */
 	bool known;			/* total is meaningful */
+	bool in_out;			/* show the input's rate beside the output's */
 	uint64_t total;
-	_Atomic uint64_t done;
+	_Atomic uint64_t done;		/* bytes written */
+	_Atomic uint64_t in_done;	/* bytes read, where in_out */
 	struct timespec start;
 	double last;			/* seconds since start of the last report */
+	uint64_t last_done, last_in_done;	/* the counts then */
 	const char *(*extra)(void *arg);	/* more text for the line */
 	void *extra_arg;
 };
@@ -152,14 +169,19 @@ enum progress_mode {
 
 void progress_init(struct progress *p, enum progress_mode mode);
 void progress_add(struct progress *p, uint64_t n);
-/* Print a report if one is due (or always, with final). */
+void progress_add_in(struct progress *p, uint64_t n);
+/* Print a report if one is due (or always, with final: the line is ended). */
 void progress_tick(struct progress *p, bool final);
+/* Around a message on stderr: it gets a line of its own, from any thread. */
+void progress_message_begin(void);
+void progress_message_end(void);
 double now_since(const struct timespec *start);
 
 /* -------------------------------------------------------------------------
  * Options.  parse_opts() handles --help, --progress and --no-progress for
  * every command, then the command's own; it returns the index of the first
- * operand, -1 after a usage error (reported) or -2 after --help.
+ * operand, -1 after a usage error (reported) or -2 after --help or
+ * --version (done).  Operands are moved after the options (GNU getopt).
  */
 enum {
 	OPT_HELP = 0x100,
@@ -167,6 +189,17 @@ enum {
 	OPT_NO_PROGRESS,
 	OPT_PREFIX,
 	OPT_BYTES,
+	OPT_VERSION,
+	OPT_OUTPUT_ERROR,
+};
+
+/* What tee does when an output fails, as GNU tee's --output-error. */
+enum output_error {
+	OUTPUT_ERROR_SIGPIPE,		/* no option: EPIPE as SIGPIPE would */
+	OUTPUT_ERROR_WARN,
+	OUTPUT_ERROR_WARN_NOPIPE,
+	OUTPUT_ERROR_EXIT,
+	OUTPUT_ERROR_EXIT_NOPIPE,
 };
 
 struct opts {
@@ -177,6 +210,8 @@ struct opts {
 	bool append;
 	bool keep_going;
 	bool verbose;
+	bool ignore_interrupts;		/* tee -i */
+	int output_error;		/* enum output_error */
 	uint64_t size;
 };
 

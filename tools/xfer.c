@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 const char *const xfer_path_name[] = {
+	[XFER_RANGE] = "copy_file_range",
 	[XFER_DIRECT] = "splice",
 	[XFER_STAGED] = "pagepipe",
 	[XFER_COPY] = "copy",
@@ -155,19 +156,27 @@ static enum xfer_path best_path(int in_fd, int out_fd)
 		return XFER_DIRECT;
 	if (S_ISDIR(is.st_mode) || S_ISDIR(os.st_mode))
 		return XFER_COPY;
+	if (S_ISREG(is.st_mode) && S_ISREG(os.st_mode))
+		return XFER_RANGE;
 	return XFER_STAGED;
 }
 
 int stage_pipe(struct pp_file *ends[2], size_t size, int flags)
 {
+	size_t round = 4096;
 	int err = 0;
 
 	if (pp_pipe2(ends, flags | PP_O_NOSIGPIPE) < 0)
 		return -errno;
 	if (size <= 65536)
 		return 0;
-	/* Above the default limit, raise it first, as a root user would. */
-	if (size > pp_pipe_get_max_size() && pp_pipe_set_max_size(size) < 0)
+	/*
+	 * Above the default limit, raise it first, as a root user would: to
+	 * the power of two pages the size will be rounded up to.
+	 */
+	while (round < size)
+		round <<= 1;
+	if (round > pp_pipe_get_max_size() && pp_pipe_set_max_size(round) < 0)
 		err = -errno;
 	/* pp_pipe_set_size() reaches past the 1 GiB an int fcntl can report. */
 	else if (pp_pipe_set_size(ends[1], size) < 0)
@@ -360,11 +369,35 @@ static ssize_t step_direct(struct xfer *x, size_t max)
 	return step_copy(x, max);
 }
 
+/* Between two regular files: one copy_file_range, across EINTR. */
+static ssize_t step_range(struct xfer *x, size_t max)
+{
+	ssize_t n;
+
+	/* A bounded step, so that progress and SIGINT are seen. */
+	if (max > (size_t)256 << 20)
+		max = (size_t)256 << 20;
+	do
+		n = copy_file_range(x->in_fd, NULL, x->out_fd, NULL, max, 0);
+	while (n < 0 && errno == EINTR);
+	if (n >= 0)
+		return n;
+	if (is_degradable(errno) || errno == ETXTBSY) {
+		x->path = XFER_STAGED;
+		return step_staged(x, max);
+	}
+	/* Nothing moved: read and write say which side failed. */
+	x->path = XFER_COPY;
+	return step_copy(x, max);
+}
+
 ssize_t xfer_step(struct xfer *x, size_t max)
 {
 	if (!max)
 		return 0;
 	switch (x->path) {
+	case XFER_RANGE:
+		return step_range(x, max);
 	case XFER_DIRECT:
 		return step_direct(x, max);
 	case XFER_STAGED:
@@ -430,7 +463,7 @@ void report_xfer(const struct xfer *x, int err, const char *in_name, const char 
 {
 	char what[4200];
 
-	if (x->write_err && err == EPIPE)
+	if (x->write_err && err == EPIPE && sigpipe_default())
 		exit_epipe();
 	if (x->write_err)
 		snprintf(what, sizeof(what), "write error%s%s", out_name ? " on " : "",
@@ -438,4 +471,7 @@ void report_xfer(const struct xfer *x, int err, const char *in_name, const char 
 	else
 		snprintf(what, sizeof(what), "%s", in_name);
 	warn_err(err, what);
+	/* As cat: a reader gone away ends everything, not just this file. */
+	if (x->write_err && err == EPIPE)
+		exit(EXIT_FAIL);
 }
