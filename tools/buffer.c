@@ -22,8 +22,9 @@ static const char usage_buffer[] =
 	"of SIZE bytes, so that a bursty producer and a slow consumer each run\n"
 	"at their own pace.\n"
 	"\n"
-	"  -s, --size SIZE    buffer size, with K, M or G (default 16M, at most 2G)\n"
-	"      --progress     show bytes, rate and buffer fill on standard error\n"
+	"  -s, --size SIZE    buffer size, with K, M, G or T, or N% of memory\n"
+	"                     (default 16M, at most 1T or 90%)\n"
+	"      --progress     show bytes, in and out rates and buffer fill on standard error\n"
 	"      --no-progress  do not (the default when stderr is not a terminal)\n"
 	"      --help         display this help and exit\n"
 	"      --version      output version information and exit\n";

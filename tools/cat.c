@@ -22,7 +22,7 @@ static const char usage_cat[] =
 	"\n"
 	"      --prefix TEXT  write TEXT before the first byte\n"
 	"  -u                 (ignored; output is never buffered)\n"
-	"      --bytes N      copy at most N bytes of each FILE (K, M, G suffixes)\n"
+	"      --bytes N      copy at most N bytes of each FILE (K, M, G, T suffixes)\n"
 	"      --progress     show bytes, rate and ETA on standard error\n"
 	"      --no-progress  do not (the default)\n"
 	"      --help         display this help and exit\n"

@@ -167,7 +167,7 @@ static const char usage_main[] =
 	"\n"
 	"Commands:\n"
 	"  cat [--prefix TEXT] [--bytes N] [FILE]...  concatenate FILEs to standard output\n"
-	"  tee [-a] [-p] [FILE]...                    copy standard input to FILEs and output\n"
+	"  tee [-a] [-i] [-p] [FILE]...               copy standard input to FILEs and output\n"
 	"  copy SRC DST                               copy SRC to DST ('-' is stdin/stdout)\n"
 	"  buffer [--size SIZE]                       buffer standard input in memory\n"
 	"  relay LISTEN TARGET                        relay TCP connections (HOST:PORT)\n"
