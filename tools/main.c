@@ -266,7 +266,6 @@ int parse_opts(int argc, char **argv, const char *shortopts,
 			o->append = true;
 			break;
 		case 'p':
-			o->keep_going = true;
 			o->output_error = OUTPUT_ERROR_WARN_NOPIPE;
 			break;
 		case 'v':

@@ -196,13 +196,72 @@ static void compose(char *out, size_t n, char f[F_NR][128], int bar_w, double fr
 	}
 }
 
+/* Format each field of one report into f. */
+static void fill_fields(struct progress *p, char f[F_NR][128], double t, double rate,
+			double in_rate, uint64_t done, bool final, double *frac)
+{
+	char b[32], r[32];
+
+	format_short(f[F_BYTES], sizeof(f[F_BYTES]), (double)done);
+	format_time(b, sizeof(b), t);
+	snprintf(f[F_TIME], sizeof(f[F_TIME]), " %s", b);
+	format_short(r, sizeof(r), rate);
+	if (p->in_out) {
+		format_short(b, sizeof(b), in_rate);
+		snprintf(f[F_RATE], sizeof(f[F_RATE]), " [in %s/s out %s/s]", b, r);
+	} else {
+		snprintf(f[F_RATE], sizeof(f[F_RATE]), " [%s/s]", r);
+	}
+	*frac = 0;
+	if (p->known && p->total) {
+		*frac = (double)done / (double)p->total;
+		if (*frac > 1)
+			*frac = 1;
+		format_short(b, sizeof(b), (double)p->total);
+		snprintf(f[F_TOTAL], sizeof(f[F_TOTAL]), " of %s", b);
+		snprintf(f[F_PCT], sizeof(f[F_PCT]), " %3.0f%%", *frac * 100);
+		if (!final && rate > 0) {
+			format_time(b, sizeof(b), (double)(p->total > done ? p->total - done : 0) / rate);
+			snprintf(f[F_ETA], sizeof(f[F_ETA]), " ETA %s", b);
+		}
+	}
+	if (p->extra)
+		snprintf(f[F_EXTRA], sizeof(f[F_EXTRA]), " %s", p->extra(p->extra_arg));
+}
+
+/* Redraw the terminal's line, as much of it as fits; the caller holds line_lock. */
+static void draw_tty(char f[F_NR][128], bool bar, double frac, bool final)
+{
+	/* One column spare: writing the last one makes some terminals wrap. */
+	int width = term_width() - 1, bar_w = 0;
+
+	if (width > (int)sizeof(line) - 1)
+		width = (int)sizeof(line) - 1;
+	for (size_t i = 0; fields_len(f) > (size_t)width &&
+			   i < sizeof(drop_order) / sizeof(drop_order[0]); i++)
+		f[drop_order[i]][0] = '\0';
+	if (bar && f[F_PCT][0])
+		bar_w = width - (int)fields_len(f) - 1;
+	if (bar_w > 60)
+		bar_w = 60;
+	if (bar_w < 6)
+		bar_w = 0;
+	compose(line, sizeof(line), f, bar_w, frac);
+	line[width > 0 ? width : 0] = '\0';
+	fprintf(stderr, "\r%s\033[K", line);
+	drawn = 1;
+	if (final) {
+		fputc('\n', stderr);
+		drawn = 0;
+	}
+}
+
 void progress_tick(struct progress *p, bool final)
 {
 	uint64_t done = atomic_load_explicit(&p->done, memory_order_relaxed);
 	uint64_t in_done = atomic_load_explicit(&p->in_done, memory_order_relaxed);
-	char f[F_NR][128] = { { 0 } }, b[32], r[32];
-	double t, dt, rate, in_rate, frac = 0;
-	int width, bar_w = 0;
+	char f[F_NR][128] = { { 0 } };
+	double t, dt, rate, in_rate, frac;
 
 	if (!p->on)
 		return;
@@ -219,55 +278,11 @@ void progress_tick(struct progress *p, bool final)
 	p->last = t;
 	p->last_done = done;
 	p->last_in_done = in_done;
-
-	format_short(f[F_BYTES], sizeof(f[F_BYTES]), (double)done);
-	format_time(b, sizeof(b), t);
-	snprintf(f[F_TIME], sizeof(f[F_TIME]), " %s", b);
-	format_short(r, sizeof(r), rate);
-	if (p->in_out) {
-		format_short(b, sizeof(b), in_rate);
-		snprintf(f[F_RATE], sizeof(f[F_RATE]), " [in %s/s out %s/s]", b, r);
-	} else {
-		snprintf(f[F_RATE], sizeof(f[F_RATE]), " [%s/s]", r);
-	}
-	if (p->known && p->total) {
-		frac = (double)done / (double)p->total;
-		if (frac > 1)
-			frac = 1;
-		format_short(b, sizeof(b), (double)p->total);
-		snprintf(f[F_TOTAL], sizeof(f[F_TOTAL]), " of %s", b);
-		snprintf(f[F_PCT], sizeof(f[F_PCT]), " %3.0f%%", frac * 100);
-		if (!final && rate > 0) {
-			format_time(b, sizeof(b), (double)(p->total > done ? p->total - done : 0) / rate);
-			snprintf(f[F_ETA], sizeof(f[F_ETA]), " ETA %s", b);
-		}
-	}
-	if (p->extra)
-		snprintf(f[F_EXTRA], sizeof(f[F_EXTRA]), " %s", p->extra(p->extra_arg));
+	fill_fields(p, f, t, rate, in_rate, done, final, &frac);
 
 	pthread_mutex_lock(&line_lock);
 	if (p->tty) {
-		/* One column spare: writing the last one makes some terminals wrap. */
-		width = term_width() - 1;
-		if (width > (int)sizeof(line) - 1)
-			width = (int)sizeof(line) - 1;
-		for (size_t i = 0; fields_len(f) > (size_t)width &&
-				   i < sizeof(drop_order) / sizeof(drop_order[0]); i++)
-			f[drop_order[i]][0] = '\0';
-		if (p->known && p->total && f[F_PCT][0])
-			bar_w = width - (int)fields_len(f) - 1;
-		if (bar_w > 60)
-			bar_w = 60;
-		if (bar_w < 6)
-			bar_w = 0;
-		compose(line, sizeof(line), f, bar_w, frac);
-		line[width > 0 ? width : 0] = '\0';
-		fprintf(stderr, "\r%s\033[K", line);
-		drawn = 1;
-		if (final) {
-			fputc('\n', stderr);
-			drawn = 0;
-		}
+		draw_tty(f, p->known && p->total, frac, final);
 	} else {
 		compose(line, sizeof(line), f, 0, frac);
 		fprintf(stderr, "%s\n", line);

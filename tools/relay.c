@@ -243,6 +243,81 @@ static void *progress_thread(void *arg)
 	return NULL;
 }
 
+/* Bind and listen on LISTEN; with port 0, print the port the kernel chose. */
+static int open_listener(const char *name, const struct sockaddr_storage *la, socklen_t la_len)
+{
+	char buf[512], *host, *port;
+	struct sockaddr_storage bound;
+	socklen_t bl = sizeof(bound);
+	char hbuf[NI_MAXHOST], pbuf[NI_MAXSERV];
+	int lfd, one = 1;
+
+	lfd = socket(la->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (lfd < 0) {
+		warn_err(errno, "socket");
+		return -1;
+	}
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd, (const struct sockaddr *)la, la_len) < 0 || listen(lfd, 1024) < 0) {
+		warn_err(errno, name);
+		close(lfd);
+		return -1;
+	}
+	/* Port 0: the caller needs to know which port the kernel chose. */
+	if (split_hostport(name, buf, sizeof(buf), &host, &port) == 0 && !strcmp(port, "0") &&
+	    getsockname(lfd, (struct sockaddr *)&bound, &bl) == 0 &&
+	    getnameinfo((struct sockaddr *)&bound, bl, hbuf, sizeof(hbuf), pbuf, sizeof(pbuf),
+			NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+		printf(bound.ss_family == AF_INET6 ? "[%s]:%s\n" : "%s:%s\n", hbuf, pbuf);
+		fflush(stdout);
+	}
+	return lfd;
+}
+
+/* Serve each connection on its own threads, until accept fails for good. */
+static int accept_loop(struct relay *r, int lfd, pthread_attr_t *attr)
+{
+	int one = 1;
+
+	for (;;) {
+		struct conn *c;
+		pthread_t t;
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			int err = errno;
+
+			if (err == EINTR || err == ECONNABORTED)
+				continue;
+			warn_err(err, "accept");
+			if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM)
+				return EXIT_FAIL;
+			/* Out of descriptors: let connections finish, then go on. */
+			usleep(100 * 1000);
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->r = r;
+		c->client = fd;
+		c->server = -1;
+		c->id = atomic_fetch_add(&r->total, 1) + 1;
+		atomic_fetch_add(&r->active, 1);
+		if (r->verbose)
+			warnx("connection %lu opened", c->id);
+		if (pthread_create(&t, attr, run_conn, c)) {
+			warn_err(EAGAIN, "cannot start a thread");
+			atomic_fetch_sub(&r->active, 1);
+			close(fd);
+			free(c);
+		}
+	}
+}
+
 int cmd_relay(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -254,7 +329,7 @@ int cmd_relay(int argc, char **argv)
 	struct sockaddr_storage la;
 	socklen_t la_len;
 	pthread_attr_t attr;
-	int first, lfd, one = 1;
+	int first, lfd, status;
 
 	first = parse_opts(argc, argv, "v", longopts, usage_relay, &o);
 	if (first < 0)
@@ -282,33 +357,9 @@ int cmd_relay(int argc, char **argv)
 	}
 	r.target_name = argv[first + 1];
 	r.verbose = o.verbose;
-
-	lfd = socket(la.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (lfd < 0) {
-		warn_err(errno, "socket");
+	lfd = open_listener(argv[first], &la, la_len);
+	if (lfd < 0)
 		return EXIT_FAIL;
-	}
-	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(lfd, (struct sockaddr *)&la, la_len) < 0 || listen(lfd, 1024) < 0) {
-		warn_err(errno, argv[first]);
-		close(lfd);
-		return EXIT_FAIL;
-	}
-	/* Port 0: the caller needs to know which port the kernel chose. */
-	{
-		char buf[512], *host, *port;
-		struct sockaddr_storage bound;
-		socklen_t bl = sizeof(bound);
-		char hbuf[NI_MAXHOST], pbuf[NI_MAXSERV];
-
-		if (split_hostport(argv[first], buf, sizeof(buf), &host, &port) == 0 &&
-		    !strcmp(port, "0") && getsockname(lfd, (struct sockaddr *)&bound, &bl) == 0 &&
-		    getnameinfo((struct sockaddr *)&bound, bl, hbuf, sizeof(hbuf), pbuf,
-				sizeof(pbuf), NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
-			printf(bound.ss_family == AF_INET6 ? "[%s]:%s\n" : "%s:%s\n", hbuf, pbuf);
-			fflush(stdout);
-		}
-	}
 
 	progress_init(&r.pg, o.progress);
 	r.pg.extra = relay_extra;
@@ -321,43 +372,7 @@ int cmd_relay(int argc, char **argv)
 
 		pthread_create(&t, &attr, progress_thread, &r);
 	}
-	for (;;) {
-		struct conn *c;
-		pthread_t t;
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-			    errno == ENOMEM) {
-				/* Out of descriptors: let connections finish, then go on. */
-				warn_err(errno, "accept");
-				usleep(100 * 1000);
-				continue;
-			}
-			warn_err(errno, "accept");
-			close(lfd);
-			return EXIT_FAIL;
-		}
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		c = calloc(1, sizeof(*c));
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->r = &r;
-		c->client = fd;
-		c->server = -1;
-		c->id = atomic_fetch_add(&r.total, 1) + 1;
-		atomic_fetch_add(&r.active, 1);
-		if (r.verbose)
-			warnx("connection %lu opened", c->id);
-		if (pthread_create(&t, &attr, run_conn, c)) {
-			warn_err(EAGAIN, "cannot start a thread");
-			atomic_fetch_sub(&r.active, 1);
-			close(fd);
-			free(c);
-		}
-	}
+	status = accept_loop(&r, lfd, &attr);
+	close(lfd);
+	return status;
 }

@@ -92,8 +92,6 @@ struct xfer {
 	char *buf;			/* COPY's buffer, made on first use */
 };
 
-extern const char *const xfer_path_name[];
-
 /*
  * Between two OS descriptors; a stage_size of 0 chooses by the input (8 MiB
  * for a regular file, else 1 MiB).
@@ -123,9 +121,6 @@ void pipe_discard(struct pp_file *r);
 
 /* Write all of buf to fd, waiting out EAGAIN and EINTR. */
 int write_all(int fd, const void *buf, size_t len);
-/* Wait until fd is ready for events (for descriptors left non-blocking). */
-void wait_fd(int fd, short events);
-bool is_degradable(int err);
 
 /* Make a pagepipe of at least size bytes, raising the limit if need be. */
 int stage_pipe(struct pp_file *ends[2], size_t size, int flags);
@@ -208,7 +203,6 @@ struct opts {
 	uint64_t bytes;
 	bool have_bytes;
 	bool append;
-	bool keep_going;
 	bool verbose;
 	bool ignore_interrupts;		/* tee -i */
 	int output_error;		/* enum output_error */

@@ -26,27 +26,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *const xfer_path_name[] = {
-	[XFER_RANGE] = "copy_file_range",
-	[XFER_DIRECT] = "splice",
-	[XFER_STAGED] = "pagepipe",
-	[XFER_COPY] = "copy",
-};
-
 /* Errors that say "this path does not work here", not "the data failed". */
-bool is_degradable(int err)
+static bool is_degradable(int err)
 {
 	return err == EINVAL || err == ENOSYS || err == EXDEV || err == EOPNOTSUPP ||
 	       err == ESPIPE || err == EBADF;
-}
-
-void wait_fd(int fd, short events)
-{
-	struct pollfd pfd = { .fd = fd, .events = events };
-
-	/* A descriptor the caller left non-blocking: wait rather than fail. */
-	while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
-		;
 }
 
 /*
