@@ -5,7 +5,8 @@
 # in place and never wider than the pane; the current rate and an ETA; with
 # several FILEs the total is their sum from the first report; the line is
 # ended on exit and on Ctrl-C, so what follows starts a line of its own;
-# relay -v's log lines never land on the progress line.
+# relay -v's log lines never land on the progress line; the line is ended
+# when the command dies of SIGPIPE too.
 set -u
 B=${B:-build}
 PP="$(cd "$(dirname "${B:-build}/x")" && pwd)/pagepipe"
@@ -91,6 +92,23 @@ for _ in $(seq 1 50); do sleep 0.2; between 'INTERRUPTED' | grep -q '/s' && brea
 tmux -L "$sock" send-keys C-c
 for _ in $(seq 1 50); do sleep 0.1; screen | grep -q INTERRUPTED && break; done
 screen | grep -q '^INTERRUPTED$' || fail "Ctrl-C: the progress line was not ended: $(screen | grep INTERRUPTED)"
+
+# A reader that goes away: the command dies of SIGPIPE, its line ended first.
+cat > "$T/early.py" <<'PY'
+import sys, time
+f = sys.stdin.buffer
+for _ in range(4):
+    f.read(1 << 20)
+    time.sleep(0.3)
+PY
+cat > "$T/pipe.sh" <<EOF
+echo START
+'$PP' cat --progress '$T/f1' '$T/f2' | python3 '$T/early.py'
+echo AFTER
+EOF
+run 200 "$T/pipe.sh"
+for _ in $(seq 1 50); do sleep 0.2; screen | grep -q AFTER && break; done
+screen | grep -q '^AFTER$' || fail "reader gone: the progress line was not ended: $(screen | grep AFTER)"
 
 # relay -v: each log line starts a row; the progress line is redrawn below.
 cat > "$T/relay.sh" <<EOF

@@ -69,6 +69,7 @@ void exit_epipe(void)
 	if (sigpipe_was_default) {
 		sigset_t set;
 
+		progress_end_line();
 		signal(SIGPIPE, SIG_DFL);
 		sigemptyset(&set);
 		sigaddset(&set, SIGPIPE);

@@ -86,7 +86,7 @@ static void on_fatal_signal(int sig)
 	raise(sig);
 }
 
-static void on_exit_end_line(void)
+void progress_end_line(void)
 {
 	pthread_mutex_lock(&line_lock);
 	end_line();
@@ -102,7 +102,7 @@ static void hook_exit(void)
 	if (done)
 		return;
 	done = true;
-	atexit(on_exit_end_line);
+	atexit(progress_end_line);
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
 		struct sigaction old, sa = { .sa_handler = on_fatal_signal };
 

@@ -170,6 +170,8 @@ void progress_tick(struct progress *p, bool final);
 /* Around a message on stderr: it gets a line of its own, from any thread. */
 void progress_message_begin(void);
 void progress_message_end(void);
+/* End a drawn progress line (before dying of a signal; exit() does it). */
+void progress_end_line(void);
 double now_since(const struct timespec *start);
 
 /* -------------------------------------------------------------------------
