@@ -47,6 +47,11 @@ done
 tail -c +4097 "$T/ends" | cmp -s - "$T/out" || fail "stdin at an offset: copy differs"
 [ "$(kib "$T/out")" -le 256 ] || fail "stdin at an offset: $(kib "$T/out") KiB on disk"
 
+# Into standard output appending to a file: its offset is the caller's.
+printf 'HEAD' > "$T/app"
+"$PP" copy "$T/ends" - >> "$T/app" || fail "copy - >> file: exit $?"
+{ printf 'HEAD'; cat "$T/ends"; } | cmp -s - "$T/app" || fail "copy - >> file: differs"
+
 # Over an existing, larger destination: truncated, then as sparse.
 head -c 8388608 /dev/urandom > "$T/out"
 "$PP" copy "$T/tail" "$T/out" && cmp -s "$T/tail" "$T/out" || fail "over a larger file: differs"

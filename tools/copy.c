@@ -119,13 +119,15 @@ static int copy_range(struct copy *c, struct xfer *x, uint64_t len)
  * A sparse regular file to a regular file: only its data ranges
  * (SEEK_DATA/SEEK_HOLE), the holes left as holes, as cp does.  Taken only
  * when the file has fewer blocks than its size needs (cp's test), so that
- * a dense file is one plain transfer.
+ * a dense file is one plain transfer, and only into a DST opened here.
  */
 static bool is_sparse_copy(const struct copy *c)
 {
 	struct stat os;
 
-	return S_ISREG(c->ss.st_mode) && fstat(c->out_fd, &os) == 0 && S_ISREG(os.st_mode) &&
+	/* Not into standard output: its offset and size are the caller's. */
+	return c->out_fd != STDOUT_FILENO && S_ISREG(c->ss.st_mode) &&
+	       fstat(c->out_fd, &os) == 0 && S_ISREG(os.st_mode) &&
 	       (uint64_t)c->ss.st_blocks * 512 < (uint64_t)c->ss.st_size;
 }
 
