@@ -52,6 +52,19 @@ printf 'HEAD' > "$T/app"
 "$PP" copy "$T/ends" - >> "$T/app" || fail "copy - >> file: exit $?"
 { printf 'HEAD'; cat "$T/ends"; } | cmp -s - "$T/app" || fail "copy - >> file: differs"
 
+# sysfs files claim 4096 bytes on no blocks, which looks sparse: the copy
+# is what reading gives, not 4096 bytes padded with zeros.
+sys_seen=0
+for f in /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/profiling \
+	 /sys/kernel/mm/transparent_hugepage/defrag /sys/power/state; do
+	[ -r "$f" ] && [ "$(stat -c %s "$f")" -gt 0 ] || continue
+	cat "$f" > "$T/want" 2>/dev/null || continue
+	sys_seen=$((sys_seen + 1))
+	"$PP" copy "$f" "$T/out" || fail "copy $f: exit $?"
+	cmp -s "$T/want" "$T/out" || fail "copy $f: $(stat -c %s "$T/out") bytes, not $(stat -c %s "$T/want")"
+done
+[ $sys_seen -gt 0 ] || echo "note: no sysfs file to copy here"
+
 # Over an existing, larger destination: truncated, then as sparse.
 head -c 8388608 /dev/urandom > "$T/out"
 "$PP" copy "$T/tail" "$T/out" && cmp -s "$T/tail" "$T/out" || fail "over a larger file: differs"

@@ -95,8 +95,9 @@ static int open_dest(struct copy *c)
 }
 
 /* Move up to len bytes (all of them, or to the end of the input). */
-static int copy_range(struct copy *c, struct xfer *x, uint64_t len)
+static int copy_range(struct copy *c, struct xfer *x, uint64_t len, uint64_t *moved)
 {
+	*moved = 0;
 	while (len) {
 		ssize_t n;
 
@@ -109,6 +110,7 @@ static int copy_range(struct copy *c, struct xfer *x, uint64_t len)
 			return EXIT_FAIL;
 		}
 		len -= (uint64_t)n;
+		*moved += (uint64_t)n;
 		progress_add(&c->pg, (uint64_t)n);
 		progress_tick(&c->pg, false);
 	}
@@ -134,6 +136,7 @@ static bool is_sparse_copy(const struct copy *c)
 static int copy_sparse(struct copy *c, struct xfer *x)
 {
 	off_t start = lseek(c->in_fd, 0, SEEK_CUR), pos = start, end = c->ss.st_size;
+	uint64_t moved;
 
 	while (pos >= 0 && pos < end) {
 		off_t data = lseek(c->in_fd, pos, SEEK_DATA), hole;
@@ -142,19 +145,28 @@ static int copy_sparse(struct copy *c, struct xfer *x)
 		if (data < 0 && errno == ENXIO)
 			break;		/* a hole to the end */
 		if (data < 0)
-			return copy_range(c, x, UINT64_MAX);	/* no SEEK_DATA here */
+			return copy_range(c, x, UINT64_MAX, &moved);	/* no SEEK_DATA here */
 		hole = lseek(c->in_fd, data, SEEK_HOLE);
 		if (hole < 0)
 			hole = end;
 		if (lseek(c->in_fd, data, SEEK_SET) < 0 ||
 		    lseek(c->out_fd, data - start, SEEK_SET) < 0)
-			return copy_range(c, x, UINT64_MAX);
+			return copy_range(c, x, UINT64_MAX, &moved);
 		/* The skipped hole counts as done, as it is. */
 		progress_add(&c->pg, (uint64_t)(data - pos));
-		status = copy_range(c, x, (uint64_t)(hole - data));
+		status = copy_range(c, x, (uint64_t)(hole - data), &moved);
 		if (status)
 			return status;
-		pos = hole;
+		pos = data + (off_t)moved;
+		/*
+		 * The end came early: the file shrank, or its size was never its
+		 * length (sysfs says 4096 and has no blocks).  What was read is
+		 * the file, as for cp.
+		 */
+		if (pos < hole) {
+			end = pos;
+			break;
+		}
 	}
 	progress_add(&c->pg, pos < end ? (uint64_t)(end - pos) : 0);
 	/* A trailing hole: the size, without writing it. */
@@ -171,6 +183,7 @@ int cmd_copy(int argc, char **argv)
 	struct copy c = { .in_fd = -1, .out_fd = -1 };
 	struct xfer x;
 	bool known = true;
+	uint64_t moved;
 	int first, err, status;
 
 	first = parse_opts(argc, argv, "", NULL, usage_copy, &o);
@@ -209,7 +222,7 @@ int cmd_copy(int argc, char **argv)
 	if (is_sparse_copy(&c))
 		status = copy_sparse(&c, &x);
 	else
-		status = copy_range(&c, &x, UINT64_MAX);
+		status = copy_range(&c, &x, UINT64_MAX, &moved);
 	xfer_destroy(&x);
 	progress_tick(&c.pg, true);
 	/* A file system may report a failed write only now (NFS, quota). */
