@@ -89,6 +89,7 @@ struct xfer {
 	enum xfer_path path;
 	unsigned int flags;		/* SPLICE_F_MORE when more data follows */
 	bool write_err;			/* the last error was the output's */
+	bool range_moved;		/* copy_file_range() has moved bytes */
 	char *buf;			/* COPY's buffer, made on first use */
 };
 

@@ -364,6 +364,17 @@ static ssize_t step_range(struct xfer *x, size_t max)
 	do
 		n = copy_file_range(x->in_fd, NULL, x->out_fd, NULL, max, 0);
 	while (n < 0 && errno == EINTR);
+	if (n > 0)
+		x->range_moved = true;
+	/*
+	 * 0 before any byte may be a file whose size is not its length
+	 * (procfs, sysfs), which some kernels copy as empty: read it instead,
+	 * as cp does.
+	 */
+	if (n == 0 && !x->range_moved) {
+		x->path = XFER_STAGED;
+		return step_staged(x, max);
+	}
 	if (n >= 0)
 		return n;
 	if (is_degradable(errno) || errno == ETXTBSY) {
