@@ -14,7 +14,7 @@ PP="$(cd "$(dirname "${B:-build}/x")" && pwd)/pagepipe"
 command -v tmux >/dev/null || { echo "tmux missing (Debian package tmux): skipped"; exit 77; }
 command -v python3 >/dev/null || { echo "python3 missing: skipped"; exit 77; }
 T=$(mktemp -d /tmp/pp-cli-progress.XXXXXX)
-sock= runs=0
+sock='' runs=0
 cleanup() {
 	for i in $(seq 1 "$runs"); do tmux -L "pp-progress-$$-$i" kill-server 2>/dev/null; done
 	rm -rf "$T"
