@@ -121,7 +121,7 @@ $(B)/examples/libevent-%: examples/libevent-%.c $(STATIC)
 $(B)/pagepipe: $(TOOL_SRC) $(STATIC) $(wildcard tools/*.h)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TOOL    $@")
-	$(Q)$(CC) $(CFLAGS) -Isrc -o $@ $(TOOL_SRC) $(STATIC) $(LDFLAGS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $(TOOL_SRC) $(STATIC) $(LDFLAGS)
 
 tests: $(TESTS)
 benches: $(BENCHES)

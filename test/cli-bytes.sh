@@ -35,16 +35,22 @@ print(h.hexdigest(), flush=True)
 PY
 
 # Write through a socket: stdout of the command is a connected TCP socket.
+# The sink writes to a file, not a coproc: bash unsets a coproc's array as
+# soon as it exits, which a fast sink did before its hash was read.
 to_socket() {
 	local out=$1; shift
-	local port
-	coproc SINK { python3 "$T/sink.py"; }
-	read -r port <&"${SINK[0]}"
+	local port= rc pid
+	python3 "$T/sink.py" > "$T/sink.out" &
+	pid=$!
+	for _ in $(seq 1 200); do
+		port=$(grep -m 1 -E '^[0-9]+$' "$T/sink.out" 2>/dev/null)
+		[ -n "$port" ] && break
+		sleep 0.05
+	done
 	"$@" >/dev/tcp/127.0.0.1/"$port"
-	local rc=$?
-	read -r h <&"${SINK[0]}"
-	wait "$SINK_PID" 2>/dev/null
-	echo "$h" > "$out"
+	rc=$?
+	wait "$pid"
+	sed -n 2p "$T/sink.out" > "$out"
 	return $rc
 }
 

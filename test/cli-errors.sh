@@ -45,7 +45,7 @@ expect 2 "missing operand" "$PP" copy onlyone
 expect 2 "extra operand" "$PP" copy a b c
 expect 2 "invalid number of bytes" "$PP" cat --bytes lots /dev/null
 expect 2 "invalid buffer size" "$PP" buffer --size 3X
-expect 2 "invalid buffer size" "$PP" buffer --size 4G
+expect 2 "invalid buffer size" "$PP" buffer --size 2T
 expect 2 "requires an argument" "$PP" buffer --size
 expect 2 "missing operand" "$PP" relay 127.0.0.1:0
 expect 2 "HOST:PORT" "$PP" relay nocolon 127.0.0.1:1
@@ -65,6 +65,15 @@ expect 1 "input file is output file" sh -c "'$PP' cat '$T/f' >> '$T/f'"
 mkdir "$T/d"
 "$PP" copy "$T/f" "$T/d" || fail "copy into a directory exited $?"
 [ "$(cat "$T/d/f")" = data ] || fail "copy into a directory did not make d/f"
+# A DST ending in a slash that is no directory: cp's "Not a directory".
+expect 1 "pagepipe copy: $T/d/sub/: Not a directory" "$PP" copy "$T/f" "$T/d/sub/"
+[ -e "$T/d/sub" ] && fail "copy to d/sub/ created d/sub"
+expect 1 "pagepipe copy: $T/f/: Not a directory" "$PP" copy "$T/f" "$T/f/"
+# Paths joined without a doubled slash, however DST ends.
+expect 1 "^pagepipe copy: '$T/d/f' and '$T/d/f' are the same file\$" "$PP" copy "$T/d/f" "$T/d/"
+expect 1 "^pagepipe copy: '$T/d/f' and '$T/d/f' are the same file\$" "$PP" copy "$T/d/f" "$T/d//"
+mkdir -p "$T/e/f"
+expect 1 "^pagepipe copy: $T/e/f: Is a directory\$" "$PP" copy "$T/f" "$T/e/"
 
 # No permission.  Root reads everything, so drop to nobody where possible.
 echo secret > "$T/locked"

@@ -7,7 +7,7 @@
  *
  * Checked: no crash or sanitizer report; parse_opts() returns -2 (--help),
  * -1 (usage error) or the index of the first operand, 1..argc; a size it
- * accepted for -s is within 4K..2G; parse_size() accepts only a number
+ * accepted for -s is within 4K..BUFFER_MAX (2^40); parse_size() accepts only a number
  * with an optional K/M/G/T, KiB/KB or B suffix, and the value it gives
  * is the number times the unit, without overflow.
  *
@@ -31,25 +31,27 @@
 
 #define MAX_ARGS	24
 
-/* The option tables of tools/pagepipe.c and tools/relay.c, as they stand. */
+/* The option tables of tools/{cat,copy,tee,buffer,relay}.c, as they stand. */
 struct cmd {
 	const char *name, *shortopts;
 	struct option longopts[4];
 };
 
 static const struct cmd cmds[] = {
-	{ "cat", "+", {
+	{ "cat", "u", {
 		{ "prefix", required_argument, NULL, OPT_PREFIX },
 		{ "bytes", required_argument, NULL, OPT_BYTES },
 		{ NULL, 0, NULL, 0 } } },
-	{ "copy", "+", { { NULL, 0, NULL, 0 } } },
-	{ "tee", "+ap", {
+	{ "copy", "", { { NULL, 0, NULL, 0 } } },
+	{ "tee", "aip", {
 		{ "append", no_argument, NULL, 'a' },
+		{ "ignore-interrupts", no_argument, NULL, 'i' },
+		{ "output-error", optional_argument, NULL, OPT_OUTPUT_ERROR },
 		{ NULL, 0, NULL, 0 } } },
-	{ "buffer", "+s:", {
+	{ "buffer", "s:", {
 		{ "size", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 } } },
-	{ "relay", "+v", {
+	{ "relay", "v", {
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 } } },
 };
@@ -188,7 +190,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			cmd->name, r, argc);
 		abort();
 	}
-	if (r >= 0 && (o.size < 4096 || o.size > (1ull << 31))) {
+	if (r >= 0 && (o.size < 4096 || o.size > BUFFER_MAX)) {
 		fprintf(stderr, "fuzz-cli: %s: accepted a buffer size of %llu\n",
 			cmd->name, (unsigned long long)o.size);
 		abort();

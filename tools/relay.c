@@ -17,6 +17,7 @@
  */
 #include "tool.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <netdb.h>
@@ -27,6 +28,20 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+static const char usage_relay[] =
+	"Usage: pagepipe relay [OPTION]... LISTEN TARGET\n"
+	"Accept TCP connections on LISTEN and relay each, both ways, to TARGET,\n"
+	"through pagepipes with splice.  LISTEN and TARGET are HOST:PORT (IPv6 as\n"
+	"[ADDR]:PORT).  The end of one direction is passed on as a half-close;\n"
+	"connections are served at once, each on its own threads.  With LISTEN\n"
+	"port 0 the port chosen is printed on standard output as HOST:PORT.\n"
+	"\n"
+	"  -v, --verbose      log each connection on standard error\n"
+	"      --progress     show connections and bytes on standard error\n"
+	"      --no-progress  do not (the default)\n"
+	"      --help         display this help and exit\n"
+	"      --version      output version information and exit\n";
 
 /* Per-direction staging: enough for a fast link, small enough for many. */
 #define RELAY_STAGE	(256u << 10)
@@ -85,6 +100,22 @@ static int split_hostport(const char *s, char *buf, size_t n, char **host, char 
 	return 0;
 }
 
+/*
+ * A port is a decimal number, 1 to 65535; 0 only where the kernel may
+ * choose (a listening address).  getaddrinfo() alone would take 99999 as
+ * 34463 and "-1" as 65535, and a service name is no port either.
+ */
+static bool valid_port(const char *port, bool passive)
+{
+	unsigned long v;
+	char *end;
+
+	if (!isdigit((unsigned char)*port) || strlen(port) > 5)
+		return false;
+	v = strtoul(port, &end, 10);
+	return !*end && v <= 65535 && (v || passive);
+}
+
 static int resolve(const char *s, bool passive, struct sockaddr_storage *ss, socklen_t *len)
 {
 	struct addrinfo hints = {
@@ -96,6 +127,10 @@ static int resolve(const char *s, bool passive, struct sockaddr_storage *ss, soc
 
 	if (err)
 		return err;
+	if (!valid_port(port, passive)) {
+		warnx("'%s': invalid port '%s' (%s to 65535)", s, port, passive ? "0" : "1");
+		return -ERANGE;
+	}
 	err = getaddrinfo(*host ? host : NULL, port, &hints, &res);
 	if (err) {
 		warnx("%s: %s", s, gai_strerror(err));
@@ -208,6 +243,81 @@ static void *progress_thread(void *arg)
 	return NULL;
 }
 
+/* Bind and listen on LISTEN; with port 0, print the port the kernel chose. */
+static int open_listener(const char *name, const struct sockaddr_storage *la, socklen_t la_len)
+{
+	char buf[512], *host, *port;
+	struct sockaddr_storage bound;
+	socklen_t bl = sizeof(bound);
+	char hbuf[NI_MAXHOST], pbuf[NI_MAXSERV];
+	int lfd, one = 1;
+
+	lfd = socket(la->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (lfd < 0) {
+		warn_err(errno, "socket");
+		return -1;
+	}
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd, (const struct sockaddr *)la, la_len) < 0 || listen(lfd, 1024) < 0) {
+		warn_err(errno, name);
+		close(lfd);
+		return -1;
+	}
+	/* Port 0: the caller needs to know which port the kernel chose. */
+	if (split_hostport(name, buf, sizeof(buf), &host, &port) == 0 && !strcmp(port, "0") &&
+	    getsockname(lfd, (struct sockaddr *)&bound, &bl) == 0 &&
+	    getnameinfo((struct sockaddr *)&bound, bl, hbuf, sizeof(hbuf), pbuf, sizeof(pbuf),
+			NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+		printf(bound.ss_family == AF_INET6 ? "[%s]:%s\n" : "%s:%s\n", hbuf, pbuf);
+		fflush(stdout);
+	}
+	return lfd;
+}
+
+/* Serve each connection on its own threads, until accept fails for good. */
+static int accept_loop(struct relay *r, int lfd, pthread_attr_t *attr)
+{
+	int one = 1;
+
+	for (;;) {
+		struct conn *c;
+		pthread_t t;
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			int err = errno;
+
+			if (err == EINTR || err == ECONNABORTED)
+				continue;
+			warn_err(err, "accept");
+			if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM)
+				return EXIT_FAIL;
+			/* Out of descriptors: let connections finish, then go on. */
+			usleep(100 * 1000);
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->r = r;
+		c->client = fd;
+		c->server = -1;
+		c->id = atomic_fetch_add(&r->total, 1) + 1;
+		atomic_fetch_add(&r->active, 1);
+		if (r->verbose)
+			warnx("connection %lu opened", c->id);
+		if (pthread_create(&t, attr, run_conn, c)) {
+			warn_err(EAGAIN, "cannot start a thread");
+			atomic_fetch_sub(&r->active, 1);
+			close(fd);
+			free(c);
+		}
+	}
+}
+
 int cmd_relay(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -219,9 +329,9 @@ int cmd_relay(int argc, char **argv)
 	struct sockaddr_storage la;
 	socklen_t la_len;
 	pthread_attr_t attr;
-	int first, lfd, one = 1;
+	int first, lfd, status;
 
-	first = parse_opts(argc, argv, "+v", longopts, usage_relay, &o);
+	first = parse_opts(argc, argv, "v", longopts, usage_relay, &o);
 	if (first < 0)
 		return first == -2 ? EXIT_OK : EXIT_USAGE;
 	if (argc - first != 2) {
@@ -236,8 +346,9 @@ int cmd_relay(int argc, char **argv)
 		int err = i ? resolve(argv[first + 1], false, &r.target, &r.target_len) :
 			      resolve(argv[first], true, &la, &la_len);
 
-		if (err == -EINVAL || err == -ENAMETOOLONG) {
+		if (err == -EINVAL || err == -ENAMETOOLONG)
 			warnx("'%s': addresses are HOST:PORT", argv[first + i]);
+		if (err == -EINVAL || err == -ENAMETOOLONG || err == -ERANGE) {
 			try_help();
 			return EXIT_USAGE;
 		}
@@ -246,33 +357,9 @@ int cmd_relay(int argc, char **argv)
 	}
 	r.target_name = argv[first + 1];
 	r.verbose = o.verbose;
-
-	lfd = socket(la.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (lfd < 0) {
-		warn_err(errno, "socket");
+	lfd = open_listener(argv[first], &la, la_len);
+	if (lfd < 0)
 		return EXIT_FAIL;
-	}
-	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(lfd, (struct sockaddr *)&la, la_len) < 0 || listen(lfd, 1024) < 0) {
-		warn_err(errno, argv[first]);
-		close(lfd);
-		return EXIT_FAIL;
-	}
-	/* Port 0: the caller needs to know which port the kernel chose. */
-	{
-		char buf[512], *host, *port;
-		struct sockaddr_storage bound;
-		socklen_t bl = sizeof(bound);
-		char hbuf[NI_MAXHOST], pbuf[NI_MAXSERV];
-
-		if (split_hostport(argv[first], buf, sizeof(buf), &host, &port) == 0 &&
-		    !strcmp(port, "0") && getsockname(lfd, (struct sockaddr *)&bound, &bl) == 0 &&
-		    getnameinfo((struct sockaddr *)&bound, bl, hbuf, sizeof(hbuf), pbuf,
-				sizeof(pbuf), NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
-			printf(bound.ss_family == AF_INET6 ? "[%s]:%s\n" : "%s:%s\n", hbuf, pbuf);
-			fflush(stdout);
-		}
-	}
 
 	progress_init(&r.pg, o.progress);
 	r.pg.extra = relay_extra;
@@ -285,43 +372,7 @@ int cmd_relay(int argc, char **argv)
 
 		pthread_create(&t, &attr, progress_thread, &r);
 	}
-	for (;;) {
-		struct conn *c;
-		pthread_t t;
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-			    errno == ENOMEM) {
-				/* Out of descriptors: let connections finish, then go on. */
-				warn_err(errno, "accept");
-				usleep(100 * 1000);
-				continue;
-			}
-			warn_err(errno, "accept");
-			close(lfd);
-			return EXIT_FAIL;
-		}
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		c = calloc(1, sizeof(*c));
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->r = &r;
-		c->client = fd;
-		c->server = -1;
-		c->id = atomic_fetch_add(&r.total, 1) + 1;
-		atomic_fetch_add(&r.active, 1);
-		if (r.verbose)
-			warnx("connection %lu opened", c->id);
-		if (pthread_create(&t, &attr, run_conn, c)) {
-			warn_err(EAGAIN, "cannot start a thread");
-			atomic_fetch_sub(&r.active, 1);
-			close(fd);
-			free(c);
-		}
-	}
+	status = accept_loop(&r, lfd, &attr);
+	close(lfd);
+	return status;
 }
