@@ -320,7 +320,7 @@ static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
 		}
 		if (buf->len)
 			break;
-		if (keep && tail + 1 == head &&
+		if (keep && tail + 1 == head && pp__pipe_can_drain(p) &&
 		    (__atomic_load_n(&s->end, __ATOMIC_RELAXED) & SLOT_MERGE)) {
 			if (slot_drain(s)) {
 				/* Now it takes no room: tell pp__pipe_occupancy(). */

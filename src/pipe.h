@@ -189,10 +189,24 @@ static inline bool pp__pipe_full(const struct pp_pipe *p)
 	return pp__pipe_occupancy(p) >= pp__pipe_max_usage(p);
 }
 
-/* Rounded up to a power of two with room for one drained slot. */
+/*
+ * Rounded up to a power of two with room for one drained slot, up to 64 Ki
+ * slots (a 256 MiB pipe of 4 KiB pages); a larger ring would double its
+ * slot array for that one slot, so it has none and never keeps a drained
+ * slot (pp__pipe_can_drain).
+ */
+#define PP_DRAIN_MAX_SLOTS	(1u << 16)
+
 static inline unsigned int pp__ring_size_for(unsigned int max_usage)
 {
+	if (max_usage >= PP_DRAIN_MAX_SLOTS)
+		return max_usage;
 	return 2u << (31 - __builtin_clz(max_usage));
+}
+
+static inline bool pp__pipe_can_drain(const struct pp_pipe *p)
+{
+	return p->ring_size > p->max_usage;
 }
 
 static inline struct pp_buf *pp__pipe_buf(const struct pp_pipe *p, unsigned int index)

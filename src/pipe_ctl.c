@@ -141,6 +141,7 @@ ssize_t pp__pipe_set_size(struct pp_pipe *p, unsigned long arg)
 {
 	unsigned long size = round_pipe_size(arg);
 	unsigned int nr_slots, ring_size, n;
+	struct pp_buf spare = { .ops = NULL };
 	struct pp_slot *slots;
 	ssize_t ret = (ssize_t)size;
 	bool locked;
@@ -151,7 +152,7 @@ ssize_t pp__pipe_set_size(struct pp_pipe *p, unsigned long arg)
 
 	locked = pp__pipe_lock_consumer_ctl(p);
 	pp__pipe_lock_producer(p);
-	n = p->head - p->tail;	/* a drained slot moves too, uncounted */
+	n = p->head - p->tail;
 	if (nr_slots > p->max_usage && size > pp_pipe_get_max_size()) {
 		ret = -EPERM;
 		goto out_unlock;
@@ -166,13 +167,19 @@ ssize_t pp__pipe_set_size(struct pp_pipe *p, unsigned long arg)
 		ret = -ENOMEM;
 		goto out_unlock;
 	}
-	/* Compact to index 0, keeping order, merge words and the drained mark. */
+	/*
+	 * Compact to index 0, keeping order and merge words.  A drained slot
+	 * (pipe.h) holds nothing and is left behind: the new ring may have no
+	 * room for it, and nobody else is in the ring to care.
+	 */
+	if (n && __atomic_load_n(&p->drained, __ATOMIC_RELAXED) == p->tail + 1) {
+		spare = pp__pipe_slot(p, p->tail)->buf;
+		__atomic_store_n(&p->tail, p->tail + 1, __ATOMIC_RELEASE);
+		n--;
+	}
 	for (unsigned int i = 0; i < n; i++)
 		slots[i] = *pp__pipe_slot(p, p->tail + i);
-	if (n && __atomic_load_n(&p->drained, __ATOMIC_RELAXED) == p->tail + 1)
-		__atomic_store_n(&p->drained, 1, __ATOMIC_RELEASE);
-	else
-		__atomic_store_n(&p->drained, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&p->drained, 0, __ATOMIC_RELEASE);
 	free(p->slots);
 	p->slots = slots;
 	p->ring_size = ring_size;
@@ -183,6 +190,8 @@ out_unlock:
 	pp__pipe_unlock_producer(p);
 	if (locked)
 		pp__pipe_unlock_consumer(p);
+	if (spare.ops)
+		pp__buf_release(p, &spare);
 	if (ret > 0) {
 		/* Spinning waiters watch head and tail, which may look unmoved. */
 		pp__pipe_wake_all(p);
