@@ -212,6 +212,14 @@ static ssize_t slot_reopen(struct pp_pipe *p, struct pp_iov_iter *it, size_t n)
 	end = __atomic_load_n(&s->end, __ATOMIC_RELAXED);
 	if ((end & (SLOT_MERGE | SLOT_DRAINED | SLOT_SEALED)) != (SLOT_MERGE | SLOT_DRAINED))
 		return 0;
+	/*
+	 * The consumer marks p->drained after its CAS: until that store is
+	 * seen, leave the slot alone, or our clearing of the mark below could
+	 * come before the consumer's setting of it and leave a stale mark on
+	 * a slot that holds bytes.
+	 */
+	if (__atomic_load_n(&p->drained, __ATOMIC_ACQUIRE) != p->head)
+		return 0;
 	/* Acquire: the consumer's last copy out of the page is done. */
 	if (!__atomic_compare_exchange_n(&s->end, &end, end | SLOT_WRITING, false,
 					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))

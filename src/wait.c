@@ -8,7 +8,7 @@
  * wake-up, by the usual store-then-load pairing on both sides (all
  * sequentially consistent):
  *
- *   sleeper:  sleepers += 1; woken = false; seq = load(wq); re-check; futex_wait(wq, seq)
+ *   sleeper:  sleepers += 1; xchg(woken, false); seq = load(wq); re-check; futex_wait(wq, seq)
  *   waker:    store head (or tail, or an end count); n = (sleepers += 0);
  *             if (n && !xchg(woken, true)) { wq++; futex_wake(wq) }
  *
@@ -16,10 +16,12 @@
  * comes first, the waker sees it; if the waker's, the sleeper's increment
  * reads from it, so the waker's store happens before the sleeper's re-check,
  * which sees it and does not sleep.  A sleeper the waker saw is woken by it,
- * unless `woken` was already set: then a wake-up is on its way from an
- * earlier waker that read `woken` false after this sleeper cleared it, and
- * a sleeper woken without seeing our store looks again through a new
- * increment, which comes after ours and so sees it.  If a wake-up's wq++
+ * unless `woken` was already set.  Then either the sleeper's clearing
+ * exchange comes after the waker's exchange and reads from it, so the
+ * waker's store happens before the re-check; or it comes before, and the
+ * `true` the waker read was set later by an earlier waker, who read `false`
+ * and so wakes the sleeper, and a sleeper woken without seeing our store
+ * looks again through a new increment, which comes after ours.  If a wake-up's wq++
  * comes before the sleeper's load of wq, futex_wait is not reached with a
  * stale value; if after, futex_wait finds wq changed or is woken.  `woken`
  * keeps a writer on a busy pipe from making a futex call per write while
@@ -252,7 +254,8 @@ static void sleep_on(struct pp_pipe *p, bool (*ready)(struct pp_pipe *), unsigne
 	unsigned int seq;
 
 	__atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
-	__atomic_store_n(woken, false, __ATOMIC_SEQ_CST);
+	/* An exchange: it reads from a waker's, which releases its store to us. */
+	(void)__atomic_exchange_n(woken, false, __ATOMIC_SEQ_CST);
 	seq = __atomic_load_n(wq, __ATOMIC_SEQ_CST);
 	if (!ready(p))
 		/* EAGAIN: woken since we read seq; EINTR: look again anyway. */

@@ -120,8 +120,9 @@ static int write_past_capacity(bool kernel, ssize_t *first_read)
 	*first_read = r.ret;
 	t_sleep_ms(300);
 	returned = atomic_load(&w.done);
+	/* w.ret is the writer's until done says otherwise. */
 	printf("%s: read(1) = %zd; 300 ms later the 65537-byte write %s (%zd)\n", side, r.ret,
-	       returned ? "had returned" : "still blocks", w.ret);
+	       returned ? "had returned" : "still blocks", returned ? w.ret : 0);
 	have = r.ret > 0 ? (size_t)r.ret : 0;
 	drain_check(e[0], dst, &have, total);
 	t_join(w.th, NULL, 10);
