@@ -273,7 +273,32 @@ static void dead_add(struct pp_pipe *p, struct pp__dead *dead, const struct pp_b
 		pp__page_put(p, buf->page);
 		return;
 	}
-	dead->buf[dead->nr++] = *buf;
+	/* dead_room() said yes. */
+	if (dead->nr < PP_DEAD_MAX)
+		dead->buf[dead->nr++] = *buf;
+	else
+		dead->more[dead->nr++ - PP_DEAD_MAX] = *buf;
+}
+
+/* Room for one more retired buffer, growing the list if need be. */
+static bool dead_room(struct pp__dead *dead)
+{
+	unsigned int cap;
+	struct pp_buf *more;
+
+	if (dead->full)
+		return false;
+	if (dead->nr < PP_DEAD_MAX || dead->nr - PP_DEAD_MAX < dead->cap)
+		return true;
+	cap = dead->cap ? 2 * dead->cap : PP_DEAD_MAX;
+	more = pp__fault(PP_FAULT_ALLOC) ? NULL : realloc(dead->more, cap * sizeof(*more));
+	if (!more) {
+		dead->full = true;
+		return false;
+	}
+	dead->more = more;
+	dead->cap = cap;
+	return true;
 }
 
 /*
@@ -314,7 +339,7 @@ static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
 	unsigned int head = pp__pipe_head(p), tail = p->tail, freed = 0;
 	size_t taken = 0;
 
-	while (tail != head && dead->nr < PP_DEAD_MAX) {
+	while (tail != head && dead_room(dead)) {
 		struct pp_slot *s = pp__pipe_slot(p, tail);
 		struct pp_buf *buf = &s->buf;
 		size_t n = min_t(size_t, bytes - taken, buf->len);
@@ -378,8 +403,11 @@ void pp__pipe_release_bufs(struct pp_pipe *p, struct pp_buf *bufs, unsigned int 
 
 void pp__pipe_release_dead(struct pp_pipe *p, struct pp__dead *dead)
 {
-	pp__pipe_release_bufs(p, dead->buf, dead->nr);
-	dead->nr = 0;
+	pp__pipe_release_bufs(p, dead->buf, min_t(unsigned int, dead->nr, PP_DEAD_MAX));
+	if (dead->nr > PP_DEAD_MAX)
+		pp__pipe_release_bufs(p, dead->more, dead->nr - PP_DEAD_MAX);
+	free(dead->more);
+	pp__dead_init(dead);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -410,11 +438,11 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 	if (total == 0)
 		return 0;
 
-	dead.nr = 0;
+	pp__dead_init(&dead);
 	err = pp__pipe_lock_consumer(p, nonblock);
 	if (err)
 		return err;
-	while (ret < total && dead.nr < PP_DEAD_MAX) {
+	while (ret < total && !dead.full) {
 		struct pp_slot *s;
 		struct pp_buf *buf;
 		size_t n, taken;

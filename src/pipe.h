@@ -250,13 +250,24 @@ static inline void pp__pipe_push(struct pp_pipe *p, const struct pp_buf *buf)
  * Buffers a consumer took out of the ring, to be released once it holds no
  * lock: a release may run a pp_write_ref() callback, which may use the
  * pipe.  Anonymous pages are let go at once (their release calls nothing).
+ * Past PP_DEAD_MAX the list goes on the heap; only if that fails does a
+ * consumer stop early (`full`), with a short count.
  */
 #define PP_DEAD_MAX	64u
 
 struct pp__dead {
-	unsigned int nr;
+	unsigned int nr, cap;
+	bool full;
+	struct pp_buf *more;		/* heap, once buf[] is used up */
 	struct pp_buf buf[PP_DEAD_MAX];
 };
+
+static inline void pp__dead_init(struct pp__dead *dead)
+{
+	dead->nr = dead->cap = 0;
+	dead->full = false;
+	dead->more = NULL;
+}
 
 /*
  * Consumers (rd_mutex held).  pp__pipe_snapshot copies up to max slots from

@@ -229,7 +229,7 @@ static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *
 	ssize_t ret = 0;
 	int err;
 
-	dead.nr = 0;
+	pp__dead_init(&dead);
 	len = min_t(size_t, len, PP_MAX_RW);
 	for (;;) {
 		err = pp__pipe_wait_data(p, nonblock);
@@ -292,8 +292,8 @@ static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *
 		len -= (size_t)r;
 		if ((size_t)r < min_t(size_t, len + (size_t)r, avail) || ok < nr)
 			break;	/* short write, or a bad buffer next */
-		if (dead.nr)
-			break;	/* buffers whose release may call out: let go first */
+		if (dead.full)
+			break;	/* no room to hold more retired buffers */
 	}
 	pp__pipe_unlock_consumer(p);
 	pp__pipe_release_dead(p, &dead);

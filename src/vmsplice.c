@@ -345,11 +345,11 @@ static ssize_t vmsplice_to_user(struct pp_file *f, const struct iovec *iov,
 	ssize_t ret = 0;
 	int err;
 
-	dead.nr = 0;
+	pp__dead_init(&dead);
 	err = pp__pipe_lock_consumer(p, nonblock);
 	if (err)
 		return err;
-	while (total && !dead.nr) {
+	while (total && !dead.full) {
 		unsigned int nr;
 		size_t taken = 0;
 		bool stop = false;

@@ -61,7 +61,7 @@ static ssize_t do_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t 
 	size_t lent = 0;
 	int err;
 
-	dead.nr = 0;
+	pp__dead_init(&dead);
 	err = pp__pipe_lock_consumer(p, nonblock);
 	if (err)
 		return err;
@@ -203,7 +203,7 @@ PP_EXPORT int pp_read_done(struct pp_file *f, size_t consumed)
 		return (int)pp__ret(-EINVAL);
 	consumed = min_t(size_t, consumed, loan->lent);
 
-	dead.nr = 0;
+	pp__dead_init(&dead);
 	pp__pipe_consume(p, consumed, true, &dead);
 	loan_unmap(p, loan);
 	loan->owner = NULL;
