@@ -49,7 +49,7 @@ int main(void)
 #ifdef T_SANITIZED
 	return t_skip("a sanitizer's shadow memory and quarantine make the resident set meaningless");
 #endif
-	if (getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "vgpreload"))
+	if (t_under_valgrind())
 		return t_skip("under valgrind the resident set is valgrind's");
 	t_watchdog(60, "2000 pipes with 64 KiB each");
 	/* Warm the allocator and this thread's page cache with one pipe's traffic. */

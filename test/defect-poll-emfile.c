@@ -86,12 +86,18 @@ static void run(int timeout_ms)
 
 static int poll_infinite(void)
 {
+	if (t_under_valgrind())
+		return t_skip("valgrind keeps descriptors of its own, so the table cannot be "
+			      "cut to 64; plain and ASan runs cover it");
 	run(-1);
 	return T_EXIT_PASS;
 }
 
 static int poll_timed(void)
 {
+	if (t_under_valgrind())
+		return t_skip("valgrind keeps descriptors of its own, so the table cannot be "
+			      "cut to 64; plain and ASan runs cover it");
 	run(2000);
 	return T_EXIT_PASS;
 }

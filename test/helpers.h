@@ -242,4 +242,13 @@ void t_sleep_ms(int ms);
  */
 void t_watchdog(int seconds, const char *what);
 
+
+/* True when the test runs under valgrind (its preload library is in LD_PRELOAD). */
+static inline bool t_under_valgrind(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+
+	return p && strstr(p, "vgpreload");
+}
+
 #endif /* PP_TEST_HELPERS_H */
