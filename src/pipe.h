@@ -106,27 +106,39 @@ struct pp_pipe {
 	bool events;			/* atomic: an event fd exists, changes must update it */
 
 	/*
-	 * The consumer's line: its lock, tail, and the wait queue it sleeps
-	 * on.  rd_wait is a futex word bumped by each wake-up; rd_sleepers
-	 * counts the threads asleep on it, rd_woken says a wake-up is on its
-	 * way to them (so a writer on a busy pipe makes one system call, not
-	 * one per write, while the woken reader waits for its CPU).
+	 * Each side's lock, the index it publishes and the wait queue its
+	 * peer wakes each sit on a line of their own: a reader taking its
+	 * lock does not pull in the line the writer reads tail from, and a
+	 * writer's wake-up check (a read-modify-write of rd_sleepers, each
+	 * write) does not take away the line the reader's tail is on.
+	 *
+	 * rd_wait is a futex word bumped by each wake-up; rd_sleepers counts
+	 * the threads asleep on it, rd_woken says a wake-up is on its way to
+	 * them (so a writer on a busy pipe makes one system call, not one per
+	 * write, while the woken reader waits for its CPU).  rd_cpu is where
+	 * the consumer last ran, so a waiting writer knows to spin or yield.
 	 */
 	_Alignas(PP_CACHELINE) pthread_mutex_t rd_mutex;
-	unsigned int tail;		/* free running; release store by the consumer */
-	unsigned int drained;		/* atomic: index + 1 of the drained slot (SLOT_DRAINED), or stale */
-	int rd_cpu;			/* where the consumer last ran: spin or yield */
+	int rd_cpu;
 	struct pp__loan *loan;		/* the read loan in progress (zerocopy.c), under rd_mutex */
 	bool loan_active;		/* atomic: a loan holds rd_mutex */
 	pthread_t loan_owner;		/* the thread that holds it, while loan_active */
-	unsigned int rd_wait, rd_sleepers;
+
+	_Alignas(PP_CACHELINE) unsigned int tail;	/* free running; release store by the consumer */
+	unsigned int drained;		/* atomic: index + 1 of the drained slot (SLOT_DRAINED), or stale */
+
+	_Alignas(PP_CACHELINE) unsigned int rd_wait;
+	unsigned int rd_sleepers;
 	bool rd_woken;
 
-	/* The producer's line, likewise. */
+	/* The producer's side, likewise. */
 	_Alignas(PP_CACHELINE) pthread_mutex_t wr_mutex;
-	unsigned int head;		/* free running; release store by the producer */
 	int wr_cpu;
-	unsigned int wr_wait, wr_sleepers;
+
+	_Alignas(PP_CACHELINE) unsigned int head;	/* free running; release store by the producer */
+
+	_Alignas(PP_CACHELINE) unsigned int wr_wait;
+	unsigned int wr_sleepers;
 	bool wr_woken;
 
 	/* Pages kept for the next write: atomic, so producers need no lock. */
