@@ -14,6 +14,7 @@
 #include "internal.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 
 /* The most slots a private kernel pipe gets: pipe-max-size allows 256. */
@@ -198,10 +199,48 @@ static ssize_t kpipe_move(struct pp_file *out, int sfd, off_t *spos, off_t *pos,
 	return r < 0 ? -errno : r;
 }
 
+/*
+ * Linux moves what fits into a kernel pipe and returns
+ * (splice_pipe_to_pipe); a write() or splice() to a blocking kernel pipe
+ * would wait for room for all of it, holding our consumer lock, for a
+ * reader that may be waiting for this very call.  So the bytes go through
+ * a non-blocking open file description of the same pipe, after
+ * splice_from_pipe waited for some room; only if another writer took that
+ * room first does a blocking caller wait again.
+ */
 static ssize_t kpipe_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
 				  unsigned int nr_bufs, size_t len, unsigned int flags)
 {
-	return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, kpipe_move);
+	int fl = fcntl(out->fd, F_GETFL), fd;
+	struct pp_file view;
+	char path[40];
+	ssize_t r;
+
+	if (fl < 0 || (fl & O_NONBLOCK))
+		return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, kpipe_move);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", out->fd);
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)	/* no /proc, or no reader left: as it is */
+		return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, kpipe_move);
+	view = (struct pp_file){
+		.ops = out->ops,
+		.flags = O_WRONLY | O_NONBLOCK,
+		.kind = out->kind,
+		.fd = fd,
+		.sock_type = out->sock_type,
+		.fd_flags = out->fd_flags,
+	};
+	for (;;) {
+		struct pollfd pfd = { out->fd, POLLOUT, 0 };
+
+		r = pp__fd_splice_write(&view, pos, bufs, nr_bufs, len, flags, kpipe_move);
+		if (r != -EAGAIN || (flags & SPLICE_F_NONBLOCK))
+			break;
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			break;
+	}
+	close(fd);
+	return r;
 }
 
 const struct pp_file_ops pp__fifo_ops = {

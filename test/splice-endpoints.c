@@ -125,6 +125,42 @@ static int test_kpipe_out_flag(void) { full_kpipe(0, SPLICE_F_NONBLOCK); return 
 static int test_kpipe_out_onb(void)  { full_kpipe(O_NONBLOCK, 0); return T_EXIT_PASS; }
 
 /*
+ * More queued than a blocking kernel pipe has room for: the kernel moves
+ * what fits and returns (splice_pipe_to_pipe never waits once it moved
+ * something); blocking or not, no wait for the rest.
+ */
+static void part_room(int pipe_flags, unsigned int sflags)
+{
+	int a[2], ko[2], pk[2];
+	struct pp_file *p[2], *po;
+	unsigned char b[16 * PG];
+
+	t_kpipe2(a, pipe_flags);
+	t_pipe2(p, pipe_flags);
+	t_kpipe2(ko, 0);
+	t_kpipe2(pk, 0);
+	fill(ko[1]);
+	fill(pk[1]);
+	ASSERT_EQ(read(ko[0], b, PG), PG);
+	ASSERT_EQ(read(pk[0], b, PG), PG);
+	po = pp_fdopen(pk[1]);
+	ASSERT_TRUE(po);
+	t_fill(b, sizeof(b), 0, 15);
+	ASSERT_EQ(write(a[1], b, sizeof(b)), (ssize_t)sizeof(b));
+	ASSERT_EQ(t_write_full(p[1], b, sizeof(b)), (ssize_t)sizeof(b));
+	t_watchdog(5, "splice into a kernel pipe with room for less");
+	ASSERT_SAME(splice(a[0], NULL, ko[1], NULL, sizeof(b), sflags),
+		    pp_splice(p[0], NULL, po, NULL, sizeof(b), sflags));
+	t_watchdog(0, NULL);
+	pp_close(po);
+	close(a[0]); close(a[1]); close(ko[0]); close(ko[1]); close(pk[0]); close(pk[1]);
+	pp_close(p[0]); pp_close(p[1]);
+}
+
+static int test_kpipe_part_block(void) { part_room(0, 0); return T_EXIT_PASS; }
+static int test_kpipe_part_onb(void)   { part_room(O_NONBLOCK, 0); return T_EXIT_PASS; }
+
+/*
  * A full blocking socket is not the pipe side: splice_to_socket waits for
  * it whatever SPLICE_F_NONBLOCK or the pipe's O_NONBLOCK say.  The splice
  * runs in a thread; the main thread drains the peer once it had time to
@@ -424,6 +460,8 @@ int main(void)
 		T_SUBTEST(test_unix_in_onb),
 		T_SUBTEST(test_kpipe_out_flag),
 		T_SUBTEST(test_kpipe_out_onb),
+		T_SUBTEST(test_kpipe_part_block),
+		T_SUBTEST(test_kpipe_part_onb),
 		T_SUBTEST(test_sock_out_flag),
 		T_SUBTEST(test_sock_out_onb),
 		T_SUBTEST(test_udp_more),
