@@ -164,14 +164,17 @@ static ssize_t kpipe_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *
 	unsigned int nb = 0;
 	int sc[2], e;
 
-	(void)pos;
 	do
 		e = pp__fault(PP_FAULT_READ);
 	while (e == -EINTR);
 	if (e)
 		return e;
-	if (pipe2(sc, O_CLOEXEC))
-		return -errno;
+	if (pipe2(sc, O_CLOEXEC)) {
+		/* No descriptor to spare: read it directly, packets or not. */
+		if ((flags & SPLICE_F_NONBLOCK) && !fd_readable_now(in->fd))
+			return -EAGAIN;
+		return pp__stream_splice_read(in, pos, bufs, nr_bufs, len, flags);
+	}
 	while (len && nb < nr_bufs) {
 		r = kpipe_round(in, sc, bufs + nb, nr_bufs - nb, len,
 				flags | (ret ? PP__SPLICE_NOWAIT : 0));
