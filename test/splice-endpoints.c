@@ -5,7 +5,8 @@
  * splice(2) itself) and on the pagepipe path, compared.
  *  1. SPLICE_F_NONBLOCK and a pagepipe's O_NONBLOCK reach kernel-pipe and
  *     AF_UNIX endpoints (EAGAIN where the kernel gives it, no hang), while
- *     a full socket still blocks as in splice_to_socket.
+ *     a full socket still blocks as in splice_to_socket; a kernel pipe
+ *     with room for less than is queued takes what fits, no wait.
  *  2. MSG_MORE only while more of this call remains: a connected UDP
  *     socket gets one datagram per splice, at once.
  *  3. A kernel pipe is a pipe, not a file: O_APPEND and a len of SIZE_MAX
