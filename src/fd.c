@@ -314,7 +314,7 @@ ssize_t pp__fd_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs
 	unsigned int i = 0;
 
 	while (i < nr_bufs && done < len) {
-		unsigned int n, step;
+		unsigned int n, step, mflags;
 		size_t bytes = 0;
 		ssize_t r = -EOPNOTSUPP;
 		off_t spos;
@@ -356,7 +356,15 @@ ssize_t pp__fd_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs
 			 * else across batches.
 			 */
 			step = n && out->kind == PP_KIND_REG && same_file(sfd, out->fd) ? 1 : m;
-			r = copy_in_steps(out, pos, bufs + i, m, bytes, flags, step);
+			/*
+			 * More of this call follows in another system call: a
+			 * socket corks, as it would for the kernel's one sendmsg
+			 * of both (one datagram on UDP).
+			 */
+			mflags = flags;
+			if (i + m < nr_bufs && done + bytes < len)
+				mflags |= SPLICE_F_MORE;
+			r = copy_in_steps(out, pos, bufs + i, m, bytes, mflags, step);
 			n = m;
 		}
 		if (r < 0)

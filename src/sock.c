@@ -4,8 +4,10 @@
  *
  * File buffers go out by sendfile(2): the kernel sends page-cache pages
  * and user space never touches the bytes.  Memory buffers go by one
- * sendmsg(2) per batch, MSG_MORE when SPLICE_F_MORE is given or more is
- * queued (splice_to_socket).  Received bytes are copied into anonymous
+ * sendmsg(2) per batch, MSG_MORE when SPLICE_F_MORE is given or more of
+ * this call is queued behind them (splice_to_socket): never on the last
+ * piece of a call, which would wait for Nagle's timer, or on UDP for the
+ * next call's datagram.  Received bytes are copied into anonymous
  * pages: user space cannot take the kernel's skb pages.
  */
 #include "internal.h"

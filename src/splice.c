@@ -213,6 +213,19 @@ static int wait_output(struct pp_file *out, bool nonblock, bool now)
 }
 
 /*
+ * May the wait for the output's room end in EAGAIN?  A kernel pipe is the
+ * output of splice_pipe_to_pipe (opipe_prep): SPLICE_F_NONBLOCK, which
+ * do_splice sets for our O_NONBLOCK too, or its own O_NONBLOCK.  A socket
+ * waits as its own O_NONBLOCK says (splice_to_socket: MSG_DONTWAIT).
+ */
+static bool output_nonblock(struct pp_file *out, unsigned int flags)
+{
+	if (out->kind == PP_KIND_SOCK)
+		return pp__file_flags(out) & O_NONBLOCK;
+	return pp__pipe_nonblock(out, flags);
+}
+
+/*
  * pipe -> file.  The consumer lock is held across the output's write, as
  * Linux holds pipe->mutex there: the bytes a short write leaves must stay
  * at the tail for the next consumer.  But we wait for data and for the
@@ -235,7 +248,7 @@ static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *
 		err = pp__pipe_wait_data(p, nonblock);
 		if (err <= 0)
 			return err;
-		err = wait_output(out, pp__pipe_nonblock(out, flags), false);
+		err = wait_output(out, output_nonblock(out, flags), false);
 		if (err)
 			return err;
 		err = pp__pipe_lock_consumer(p, nonblock);
@@ -248,14 +261,21 @@ static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *
 	while (len) {
 		unsigned int nr, ok = 0;
 		unsigned int oflags = flags;
-		size_t avail = 0, drop = 0;
+		size_t avail = 0, drop = 0, batch = 0;
 		ssize_t r;
 
 		if (pp__pipe_empty(p) || (ret && wait_output(out, true, true)))
 			break;
 		nr = pp__pipe_snapshot(p, snap, SPLICE_BATCH, len, false);
-		if (pp__pipe_head(p) - p->tail > nr && len > 0)
-			oflags |= SPLICE_F_MORE;	/* more is queued: let sockets cork */
+		/*
+		 * Let sockets cork only while more of this call remains and is
+		 * queued (splice_to_socket): a last piece sent with MSG_MORE
+		 * waits for the next call, or for Nagle, or forever on UDP.
+		 */
+		for (unsigned int i = 0; i < nr; i++)
+			batch += snap[i].len;
+		if (pp__pipe_head(p) - p->tail > nr && len > batch)
+			oflags |= SPLICE_F_MORE;
 
 		/* Confirm each buffer before its bytes are touched; stop at the first bad one. */
 		for (; ok < nr; ok++) {
@@ -457,15 +477,31 @@ static ssize_t do_splice(struct pp_file *in, off_t *off_in, struct pp_file *out,
 		return splice_pipe_to_pipe(in, out, len, flags);
 	}
 
+	/*
+	 * The pipe end's O_NONBLOCK makes the whole splice non-blocking, as
+	 * do_splice makes it in Linux; each endpoint takes from the flag what
+	 * its kernel counterpart takes.
+	 */
+	if (ipipe && (pp__file_flags(in) & O_NONBLOCK))
+		flags |= SPLICE_F_NONBLOCK;
+	if (opipe && (pp__file_flags(out) & O_NONBLOCK))
+		flags |= SPLICE_F_NONBLOCK;
+
 	if (ipipe) {
 		err = splice_pos_init(&sp, out, off_out);
 		if (err)
 			return err;
-		if (pp__file_flags(out) & O_APPEND)
-			return -EINVAL;
-		err = splice_pos_verify(&sp, len);
-		if (err)
-			return err;
+		/*
+		 * A kernel pipe is a pipe to Linux (splice_pipe_to_pipe): its
+		 * O_APPEND means nothing and no rw_verify_area limits len.
+		 */
+		if (out->kind != PP_KIND_FIFO) {
+			if (pp__file_flags(out) & O_APPEND)
+				return -EINVAL;
+			err = splice_pos_verify(&sp, len);
+			if (err)
+				return err;
+		}
 		if (!out->ops->splice_write)
 			return -EINVAL;
 		ret = splice_from_pipe(in, out, sp.ppos, len, flags);
@@ -476,7 +512,7 @@ static ssize_t do_splice(struct pp_file *in, off_t *off_in, struct pp_file *out,
 	err = splice_pos_init(&sp, in, off_in);
 	if (err)
 		return err;
-	err = splice_pos_verify(&sp, len);
+	err = in->kind == PP_KIND_FIFO ? 0 : splice_pos_verify(&sp, len);
 	if (err)
 		return err;
 	ret = splice_to_pipe(in, sp.ppos, out, len, flags);
