@@ -218,7 +218,7 @@ static ssize_t slot_reopen(struct pp_pipe *p, struct pp_iov_iter *it, size_t n)
 	 * come before the consumer's setting of it and leave a stale mark on
 	 * a slot that holds bytes.
 	 */
-	if (__atomic_load_n(&p->drained, __ATOMIC_ACQUIRE) != p->head)
+	if (!pp__pipe_drained_is(__atomic_load_n(&p->drained, __ATOMIC_ACQUIRE), p->head - 1))
 		return 0;
 	/* Acquire: the consumer's last copy out of the page is done. */
 	if (!__atomic_compare_exchange_n(&s->end, &end, end | SLOT_WRITING, false,
@@ -328,7 +328,7 @@ static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
 		}
 		if (buf->len)
 			break;
-		if (keep && tail + 1 == head && pp__pipe_can_drain(p) &&
+		if (keep && tail + 1 == head && tail != UINT_MAX && pp__pipe_can_drain(p) &&
 		    (__atomic_load_n(&s->end, __ATOMIC_RELAXED) & SLOT_MERGE)) {
 			if (slot_drain(s)) {
 				/* Now it takes no room: tell pp__pipe_occupancy(). */
