@@ -226,9 +226,11 @@ struct pp_file_ops {
 	 * caller's SPLICE_F_* (an endpoint with its own notion of blocking
 	 * may honour SPLICE_F_NONBLOCK); bits above 0xff are internal
 	 * (0x100: a later pass of the same splice, take only what is there
-	 * now).  Called with the output pipe's producer lock held, so other
-	 * writers of that pipe wait, but no ring lock: readers go on.
-	 * CAN_MERGE is cleared from whatever is produced.
+	 * now).  For a blocking splice, called with no pipe lock held (the
+	 * buffers are published afterwards); for a non-blocking one
+	 * (SPLICE_F_NONBLOCK set), with the output pipe's producer lock held,
+	 * so it must not wait and must not write to that pipe.  Readers go
+	 * on either way.  CAN_MERGE is cleared from whatever is produced.
 	 */
 	ssize_t (*splice_read)(struct pp_file *in, off_t *pos,
 			       struct pp_buf *bufs, unsigned int nr_bufs,

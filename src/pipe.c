@@ -218,7 +218,7 @@ static ssize_t slot_reopen(struct pp_pipe *p, struct pp_iov_iter *it, size_t n)
 	 * come before the consumer's setting of it and leave a stale mark on
 	 * a slot that holds bytes.
 	 */
-	if (__atomic_load_n(&p->drained, __ATOMIC_ACQUIRE) != p->head)
+	if (!pp__pipe_drained_is(__atomic_load_n(&p->drained, __ATOMIC_ACQUIRE), p->head - 1))
 		return 0;
 	/* Acquire: the consumer's last copy out of the page is done. */
 	if (!__atomic_compare_exchange_n(&s->end, &end, end | SLOT_WRITING, false,
@@ -334,7 +334,7 @@ static bool slot_drain(struct pp_slot *s)
  * fewer only when dead filled up.
  */
 static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
-		      struct pp__dead *dead)
+		      struct pp__dead *dead, bool *drained)
 {
 	unsigned int head = pp__pipe_head(p), tail = p->tail, freed = 0;
 	size_t taken = 0;
@@ -353,11 +353,12 @@ static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
 		}
 		if (buf->len)
 			break;
-		if (keep && tail + 1 == head && pp__pipe_can_drain(p) &&
+		if (keep && tail + 1 == head && tail != UINT_MAX && pp__pipe_can_drain(p) &&
 		    (__atomic_load_n(&s->end, __ATOMIC_RELAXED) & SLOT_MERGE)) {
 			if (slot_drain(s)) {
 				/* Now it takes no room: tell pp__pipe_occupancy(). */
 				__atomic_store_n(&p->drained, tail + 1, __ATOMIC_RELEASE);
+				*drained = true;
 				pp__pipe_wake_writers(p);
 				pp__pipe_trim_tmp_pages(p);
 			} else
@@ -387,12 +388,13 @@ static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
 
 size_t pp__pipe_consume(struct pp_pipe *p, size_t bytes, bool packets, struct pp__dead *dead)
 {
-	return consume(p, bytes, packets, false, dead);
+	return consume(p, bytes, packets, false, dead, NULL);
 }
 
-size_t pp__pipe_consume_keep(struct pp_pipe *p, size_t bytes, struct pp__dead *dead)
+size_t pp__pipe_consume_keep(struct pp_pipe *p, size_t bytes, struct pp__dead *dead,
+			     bool *drained)
 {
-	return consume(p, bytes, true, true, dead);
+	return consume(p, bytes, true, true, dead, drained);
 }
 
 void pp__pipe_release_bufs(struct pp_pipe *p, struct pp_buf *bufs, unsigned int n)
@@ -420,7 +422,10 @@ ssize_t pp__pipe_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 /*
  * pipe_read: take bytes from the tail until the reader's buffer is full,
  * the pipe is empty (after some bytes), or a packet ends.  Waits only
- * with no lock held, and only before the first byte.
+ * with no lock held, and only before the first byte.  Writers are not
+ * held off as Linux's pipe->mutex holds them, so a read stops at the
+ * slots published when it found data (head0) and once it drained the
+ * pipe: it never returns more than the pipe held.
  */
 ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bool nonblock)
 {
@@ -429,6 +434,7 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 	struct pp__dead dead;
 	ssize_t total = pp__iov_total(iov, iovcnt);
 	ssize_t ret = 0;
+	unsigned int head0;
 	int err;
 
 	if (total < 0)
@@ -442,13 +448,16 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 	err = pp__pipe_lock_consumer(p, nonblock);
 	if (err)
 		return err;
+	head0 = pp__pipe_head(p);
 	while (ret < total && !dead.full) {
 		struct pp_slot *s;
 		struct pp_buf *buf;
 		size_t n, taken;
-		bool packet;
+		bool packet, drained = false;
 		ssize_t r;
 
+		if (ret && (int)(p->tail - head0) >= 0)
+			break;	/* published after we began: the next read's */
 		if (pp__pipe_empty(p)) {
 			if (ret)
 				break;
@@ -459,6 +468,7 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 			err = pp__pipe_lock_consumer(p, nonblock);
 			if (err)
 				return err;
+			head0 = pp__pipe_head(p);
 			continue;
 		}
 
@@ -489,9 +499,9 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 		}
 		/* Read before the slot may go back to a producer. */
 		packet = buf->flags & PP_BUF_FLAG_PACKET;
-		taken = pp__pipe_consume_keep(p, (size_t)r, &dead);
+		taken = pp__pipe_consume_keep(p, (size_t)r, &dead, &drained);
 		ret += (ssize_t)taken;
-		if ((size_t)r < n || packet || taken < (size_t)r)
+		if ((size_t)r < n || packet || taken < (size_t)r || drained)
 			break;
 	}
 	pp__pipe_unlock_consumer(p);

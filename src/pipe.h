@@ -183,12 +183,23 @@ static inline struct pp_slot *pp__pipe_slot(const struct pp_pipe *p, unsigned in
  * can only be the one at tail; retiring it moves tail past it, which is
  * enough to make the mark stale.
  */
+/*
+ * Is `drained` (a load of p->drained) the mark of the slot at index?  0
+ * means none, so the slot at UINT_MAX, whose index + 1 is 0, is never left
+ * drained (consume retires it); without that, every slot at UINT_MAX
+ * would look drained while the mark is 0.
+ */
+static inline bool pp__pipe_drained_is(unsigned int drained, unsigned int index)
+{
+	return drained && drained == index + 1;
+}
+
 static inline unsigned int pp__pipe_occupancy(const struct pp_pipe *p)
 {
 	unsigned int tail = pp__pipe_tail(p), head = pp__pipe_head(p);
 	unsigned int drained = __atomic_load_n(&p->drained, __ATOMIC_ACQUIRE);
 
-	return head - tail - (head != tail && drained == tail + 1);
+	return head - tail - (head != tail && pp__pipe_drained_is(drained, tail));
 }
 
 static inline bool pp__pipe_empty(const struct pp_pipe *p)
@@ -292,8 +303,12 @@ static inline void pp__dead_init(struct pp__dead *dead)
 unsigned int pp__pipe_snapshot(struct pp_pipe *p, struct pp_buf *snap, unsigned int max,
 			       size_t want, bool packets);
 size_t pp__pipe_consume(struct pp_pipe *p, size_t bytes, bool packets, struct pp__dead *dead);
-/* The same, leaving an emptied last slot with room in the ring (SLOT_DRAINED). */
-size_t pp__pipe_consume_keep(struct pp_pipe *p, size_t bytes, struct pp__dead *dead);
+/*
+ * The same, leaving an emptied last slot with room in the ring (SLOT_DRAINED);
+ * *drained says it did, which is the pipe found empty.
+ */
+size_t pp__pipe_consume_keep(struct pp_pipe *p, size_t bytes, struct pp__dead *dead,
+			     bool *drained);
 void pp__pipe_release_dead(struct pp_pipe *p, struct pp__dead *dead);
 void pp__pipe_release_bufs(struct pp_pipe *p, struct pp_buf *bufs, unsigned int n);
 

@@ -172,7 +172,7 @@ ssize_t pp__pipe_set_size(struct pp_pipe *p, unsigned long arg)
 	 * (pipe.h) holds nothing and is left behind: the new ring may have no
 	 * room for it, and nobody else is in the ring to care.
 	 */
-	if (n && __atomic_load_n(&p->drained, __ATOMIC_RELAXED) == p->tail + 1) {
+	if (n && pp__pipe_drained_is(__atomic_load_n(&p->drained, __ATOMIC_RELAXED), p->tail)) {
 		spare = pp__pipe_slot(p, p->tail)->buf;
 		__atomic_store_n(&p->tail, p->tail + 1, __ATOMIC_RELEASE);
 		n--;

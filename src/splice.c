@@ -158,6 +158,29 @@ static ssize_t splice_to_pipe(struct pp_file *in, off_t *ppos, struct pp_file *o
 		return err;
 	if (!in->ops->splice_read)
 		return -EINVAL;
+	/*
+	 * A non-blocking caller must not end up holding bytes it took from
+	 * the source with no room to put them: it reads the source under the
+	 * producer lock, after counting the room there, as Linux reads it
+	 * under pipe->mutex after wait_for_space().  Its source read does not
+	 * wait (SPLICE_F_NONBLOCK; a source that waits anyway, a blocking
+	 * TCP socket, waits in Linux holding the pipe's mutex too).  A
+	 * blocking caller reads with no lock, so that a source with nothing
+	 * to give keeps no writer waiting, and publish() waits out a producer
+	 * that took the room meanwhile.
+	 */
+	if (nonblock) {
+		pp__pipe_lock_producer(p);
+		if (!pp__pipe_readers(p))
+			err = pp__pipe_epipe(out);
+		else if (pp__pipe_full(p))
+			err = -EAGAIN;
+		if (err) {
+			pp__pipe_unlock_producer(p);
+			return err;
+		}
+		flags |= SPLICE_F_NONBLOCK;
+	}
 	/* Capped to the free slots, a page each, as in Linux. */
 	nfree = pp__pipe_max_usage(p) - pp__pipe_occupancy(p);
 	if ((int)nfree <= 0)
@@ -178,15 +201,19 @@ static ssize_t splice_to_pipe(struct pp_file *in, off_t *ppos, struct pp_file *o
 		}
 		while (sum < (size_t)r)
 			sum += bufs[n++].len;
-		pp__pipe_lock_producer(p);
+		if (!nonblock)
+			pp__pipe_lock_producer(p);
 		publish(out, p, bufs, n);
-		pp__pipe_unlock_producer(p);
+		if (!nonblock)
+			pp__pipe_unlock_producer(p);
 		ret += r;
 		len -= (size_t)r;
 		nfree -= n;
 		if (n < nr || !pp__pipe_readers(p))
 			break;	/* the source had no more for now */
 	}
+	if (nonblock)
+		pp__pipe_unlock_producer(p);
 	return ret;
 }
 
