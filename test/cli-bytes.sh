@@ -37,20 +37,30 @@ PY
 # Write through a socket: stdout of the command is a connected TCP socket.
 # The sink writes to a file, not a coproc: bash unsets a coproc's array as
 # soon as it exits, which a fast sink did before its hash was read.
+# Each call gets a file of its own, made empty before the sink starts: a
+# shared one could still show the previous sink's port to the first look.
 to_socket() {
 	local out=$1; shift
-	local port= rc pid
-	python3 "$T/sink.py" > "$T/sink.out" &
+	local port= rc pid so
+	so=$(mktemp "$T/sink.XXXXXX")
+	python3 "$T/sink.py" > "$so" &
 	pid=$!
-	for _ in $(seq 1 200); do
-		port=$(grep -m 1 -E '^[0-9]+$' "$T/sink.out" 2>/dev/null)
+	for _ in $(seq 1 400); do
+		port=$(grep -m 1 -E '^[0-9]+$' "$so" 2>/dev/null)
 		[ -n "$port" ] && break
 		sleep 0.05
 	done
+	if [ -z "$port" ]; then
+		kill "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		echo "to_socket: the sink never said its port" >&2
+		return 1
+	fi
 	"$@" >/dev/tcp/127.0.0.1/"$port"
 	rc=$?
 	wait "$pid"
-	sed -n 2p "$T/sink.out" > "$out"
+	sed -n 2p "$so" > "$out"
+	rm -f "$so"
 	return $rc
 }
 
