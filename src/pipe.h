@@ -122,7 +122,7 @@ struct pp_pipe {
 	int rd_cpu;
 	struct pp__loan *loan;		/* the read loan in progress (zerocopy.c), under rd_mutex */
 	bool loan_active;		/* atomic: a loan holds rd_mutex */
-	pthread_t loan_owner;		/* the thread that holds it, while loan_active */
+	pthread_t loan_owner;		/* atomic: the thread that holds it, while loan_active */
 
 	_Alignas(PP_CACHELINE) unsigned int tail;	/* free running; release store by the consumer */
 	unsigned int drained;		/* atomic: index + 1 of the drained slot (SLOT_DRAINED), or stale */

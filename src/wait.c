@@ -71,10 +71,15 @@ int pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock)
 	return 0;
 }
 
+/*
+ * loan_owner is stored before the release store of loan_active, so a true
+ * loan_active read here (acquire) comes with that loan's owner: never an
+ * older loan's, which could be our own.
+ */
 bool pp__pipe_lock_consumer_ctl(struct pp_pipe *p)
 {
 	if (__atomic_load_n(&p->loan_active, __ATOMIC_ACQUIRE) &&
-	    pthread_equal(p->loan_owner, pthread_self()))
+	    pthread_equal(__atomic_load_n(&p->loan_owner, __ATOMIC_RELAXED), pthread_self()))
 		return false;
 	pp__pipe_lock_consumer(p, false);
 	return true;

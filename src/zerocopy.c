@@ -153,7 +153,8 @@ static ssize_t do_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t 
 		return err ? err : -EIO;
 	}
 	loan->owner = f;
-	p->loan_owner = pthread_self();
+	/* Atomic: a FIONREAD or resize in another thread compares it unlocked. */
+	__atomic_store_n(&p->loan_owner, pthread_self(), __ATOMIC_RELAXED);
 	__atomic_store_n(&p->loan_active, true, __ATOMIC_RELEASE);
 	loan->active = true;
 	/* Zero-length slots ahead of the loan were retired before it. */
