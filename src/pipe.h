@@ -20,10 +20,14 @@
  * kind, so these locks cannot deadlock.  No side lock is held while
  * waiting for data or room: waiting happens with no lock at all
  * (pp__pipe_wait_data, pp__pipe_wait_room), which is what lets two threads
- * splice in opposite directions while others read and write.  The one
- * exception is the kernel's own: a consumer holds rd_mutex across the
+ * splice in opposite directions while others read and write.  The
+ * exceptions are the kernel's own: a consumer holds rd_mutex across the
  * output endpoint's write (splice to a socket or a file), as Linux holds
- * pipe->mutex there; and a read loan holds it until pp_read_done().
+ * pipe->mutex there, after waiting for the output's room with no lock; a
+ * non-blocking splice into the pipe holds wr_mutex across the source's
+ * (non-blocking) read, as Linux reads under pipe->mutex, so that what it
+ * took always has room; and a read loan holds rd_mutex until
+ * pp_read_done().
  *
  * So one reader and one writer share no lock: the writer publishes a slot
  * with a release store of head, the reader takes it with an acquire load
