@@ -144,11 +144,8 @@ int cmd_buffer(int argc, char **argv)
 	first = parse_opts(argc, argv, "s:", longopts, usage_buffer, &o);
 	if (first < 0)
 		return first == -2 ? EXIT_OK : EXIT_USAGE;
-	if (first != argc) {
-		warnx("extra operand '%s'", argv[first]);
-		try_help();
+	if (check_operands(argc, argv, first, 0))
 		return EXIT_USAGE;
-	}
 	if (o.progress == PROGRESS_AUTO && isatty(STDOUT_FILENO))
 		o.progress = PROGRESS_OFF;
 	b = calloc(1, sizeof(*b));

@@ -189,14 +189,8 @@ int cmd_copy(int argc, char **argv)
 	first = parse_opts(argc, argv, "", NULL, usage_copy, &o);
 	if (first < 0)
 		return first == -2 ? EXIT_OK : EXIT_USAGE;
-	if (argc - first != 2) {
-		if (argc - first < 2)
-			warnx("missing operand");
-		else
-			warnx("extra operand '%s'", argv[first + 2]);
-		try_help();
+	if (check_operands(argc, argv, first, 2))
 		return EXIT_USAGE;
-	}
 	c.src = argv[first];
 	c.dst = c.dst_name = argv[first + 1];
 	c.src_name = strcmp(c.src, "-") ? c.src : "standard input";

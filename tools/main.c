@@ -162,6 +162,18 @@ void try_help(void)
 	fprintf(stderr, "Try '%s --help' for more information.\n", prog);
 }
 
+int check_operands(int argc, char **argv, int first, int want)
+{
+	if (argc - first == want)
+		return 0;
+	if (argc - first < want)
+		warnx("missing operand");
+	else
+		warnx("extra operand '%s'", argv[first + want]);
+	try_help();
+	return -1;
+}
+
 static const char usage_main[] =
 	"Usage: pagepipe COMMAND [OPTION]... [ARG]...\n"
 	"Zero-copy plumbing on libpagepipe: pipes made of page references.\n"

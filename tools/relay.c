@@ -334,14 +334,8 @@ int cmd_relay(int argc, char **argv)
 	first = parse_opts(argc, argv, "v", longopts, usage_relay, &o);
 	if (first < 0)
 		return first == -2 ? EXIT_OK : EXIT_USAGE;
-	if (argc - first != 2) {
-		if (argc - first < 2)
-			warnx("missing operand");
-		else
-			warnx("extra operand '%s'", argv[first + 2]);
-		try_help();
+	if (check_operands(argc, argv, first, 2))
 		return EXIT_USAGE;
-	}
 	for (int i = 0; i < 2; i++) {
 		int err = i ? resolve(argv[first + 1], false, &r.target, &r.target_len) :
 			      resolve(argv[first], true, &la, &la_len);

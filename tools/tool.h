@@ -216,6 +216,8 @@ struct option;
 int parse_opts(int argc, char **argv, const char *shortopts,
 	       const struct option *extra, const char *usage, struct opts *o);
 void try_help(void);
+/* Exactly `want` operands from argv[first], or a GNU-style message and -1. */
+int check_operands(int argc, char **argv, int first, int want);
 
 int cmd_cat(int argc, char **argv);
 int cmd_tee(int argc, char **argv);
