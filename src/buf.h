@@ -81,6 +81,60 @@ void  pp__user_ref_put(void *ref);
 ssize_t pp__pipe_add_user(struct pp_file *f, const struct iovec *iov, unsigned long nr_segs,
 			  bool nonblock, bool gift, void *ref);
 
+/*
+ * Kernel-resident buffers (kbuf.c): bytes waiting in the pipe's private
+ * kernel pipe.  PP__EKBUF, never returned to a caller, says "not this
+ * way": the caller copies, or materializes and goes on.
+ */
+#define PP__EKBUF	(-4096)
+struct pp__kpipe;
+extern const struct pp_buf_ops pp__kernel_buf_ops;
+struct pp__kpipe *pp__kpipe_get(struct pp_pipe *p);	/* wr_mutex held */
+void     pp__kpipe_free(struct pp__kpipe *kp);
+bool     pp__kbuf_source(struct pp_file *in);
+extern bool pp__kbuf_disabled;		/* tests: sources go the copying way */
+ssize_t  pp__kbuf_splice_in(struct pp_file *in, struct pp_file *out, size_t len,
+			    unsigned int flags);
+unsigned int pp__kbuf_run(const struct pp_buf *bufs, unsigned int nr, size_t max,
+			  struct pp__kpipe **kp, size_t *bytes);
+ssize_t  pp__kbuf_splice_out(struct pp__kpipe *kp, int fd, off_t *pos, size_t len,
+			     unsigned int flags);
+struct pp_iov_iter;
+ssize_t  pp__kbuf_read(struct pp_pipe *p, struct pp__kpipe *kp, struct pp_iov_iter *it,
+		       size_t len, size_t *discarded, bool *packet_end);
+int      pp__kbuf_materialize(struct pp_pipe *p, size_t want, unsigned int max);
+ssize_t  pp__kbuf_move(struct pp_pipe *ip, struct pp_buf *ibuf, struct pp_pipe *op, size_t len);
+ssize_t  pp__kbuf_tee(struct pp_pipe *ip, struct pp__kpipe *ikp, struct pp_pipe *op,
+		      size_t bytes, struct pp__kpipe **okp);
+
+/*
+ * What a buffer is, for the code that moves its bytes: memory it can
+ * address, memory behind ->map, a file's bytes (->origin), or bytes in the
+ * kernel.  The one place that derives it from which ops are set.
+ */
+enum pp__buf_class {
+	PP_BUF_MEMORY,
+	PP_BUF_MAPPED,
+	PP_BUF_FILE,
+	PP_BUF_KERNEL,
+};
+
+static inline enum pp__buf_class pp__buf_class(const struct pp_buf *buf)
+{
+	int fd;
+	off_t pos;
+
+	if (buf->ops == &pp__kernel_buf_ops)
+		return PP_BUF_KERNEL;
+	if (buf->ops->map)
+		return PP_BUF_MAPPED;
+	if (buf->page)
+		return PP_BUF_MEMORY;
+	if (buf->ops->origin && buf->ops->origin(NULL, buf, &fd, &pos) == 0)
+		return PP_BUF_FILE;
+	return PP_BUF_MAPPED;	/* ->map's default: the page, which is NULL: EIO */
+}
+
 /* Copies: the one place that knows how to read a buffer's bytes. */
 ssize_t pp__buf_copy_out(struct pp_pipe *p, struct pp_buf *buf, size_t off, void *dst, size_t len);
 

@@ -317,9 +317,33 @@ ssize_t pp__fd_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs
 		unsigned int n, step, mflags;
 		size_t bytes = 0;
 		ssize_t r = -EOPNOTSUPP;
+		struct pp__kpipe *kp;
 		off_t spos;
 		int sfd;
 
+		n = pp__kbuf_run(bufs + i, nr_bufs - i, len - done, &kp, &bytes);
+		if (n) {
+			/* Bytes in our private kernel pipe: splice(2) them on. */
+			mflags = flags;
+			if (i + n < nr_bufs && done + bytes < len)
+				mflags |= SPLICE_F_MORE;
+			r = pp__kbuf_splice_out(kp, out->fd, pos, bytes, mflags);
+			if (r == -EINVAL) {
+				/* No splice_write here: memory from now on. */
+				__atomic_fetch_or(&out->no_kernel, PP_NO_KSPLICE_WRITE,
+						  __ATOMIC_RELAXED);
+				return done ? (ssize_t)done : PP__EKBUF;
+			}
+			if (r < 0)
+				return done ? (ssize_t)done : r;
+			if (r > 0 && pos)
+				*pos += r;
+			done += (size_t)r;
+			if ((size_t)r < bytes)
+				break;
+			i += n;
+			continue;
+		}
 		n = move ? file_run(bufs + i, nr_bufs - i, len - done, &sfd, &spos, &bytes) : 0;
 		if (n) {
 			/* An interrupted kernel call is retried, as the move loops do. */

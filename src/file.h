@@ -30,6 +30,10 @@ struct pp__file_ref;
 #define PP_FD_UNIX	0x8	/* an AF_UNIX socket */
 #define PP_FD_BLK	0x10	/* a block device: PP_KIND_REG, its size by BLKGETSIZE64 */
 
+/* pp_file.no_kernel: splice(2) gave EINVAL, so the bytes are copied from now on. */
+#define PP_NO_KSPLICE_READ	0x1	/* into our private kernel pipe */
+#define PP_NO_KSPLICE_WRITE	0x2	/* out of it */
+
 struct pp_file {
 	const struct pp_file_ops *ops;
 	atomic_uint refs;		/* one for being open, one per call in flight */
@@ -39,6 +43,7 @@ struct pp_file {
 	int fd;				/* OS kinds, else -1 */
 	int sock_type;			/* PP_KIND_SOCK: SOCK_STREAM... */
 	unsigned int fd_flags;		/* PP_FD_*: what pp_fdopen() learnt once */
+	unsigned int no_kernel;		/* atomic: PP_NO_KSPLICE_*, what the kernel refused */
 	struct pp__file_ref *fref;	/* PP_KIND_REG: the descriptor file buffers hold */
 	/*
 	 * PP_KIND_REG: the range the last readahead(2) covered.  A hint only:

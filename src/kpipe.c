@@ -237,6 +237,8 @@ static ssize_t kpipe_splice_write(struct pp_file *out, off_t *pos, struct pp_buf
 		struct pollfd pfd = { out->fd, POLLOUT, 0 };
 
 		r = pp__fd_splice_write(&view, pos, bufs, nr_bufs, len, flags, kpipe_move);
+		if (r == PP__EKBUF)
+			__atomic_fetch_or(&out->no_kernel, PP_NO_KSPLICE_WRITE, __ATOMIC_RELAXED);
 		if (r != -EAGAIN || (flags & SPLICE_F_NONBLOCK))
 			break;
 		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)

@@ -66,6 +66,7 @@ static void pipe_free(struct pp_pipe *p)
 			pp__buf_release(p, buf);
 	}
 	pp__pipe_free_tmp_pages(p);
+	pp__kpipe_free(p->kpipe);
 	pp__loan_free(p->loan);
 	if (p->rd_event_fd >= 0)
 		close(p->rd_event_fd);
@@ -273,6 +274,8 @@ static void dead_add(struct pp_pipe *p, struct pp__dead *dead, const struct pp_b
 		pp__page_put(p, buf->page);
 		return;
 	}
+	if (buf->ops == &pp__kernel_buf_ops)
+		return;	/* its bytes left the kernel pipe with the call that consumed them */
 	/* dead_room() said yes. */
 	if (dead->nr < PP_DEAD_MAX)
 		dead->buf[dead->nr++] = *buf;
@@ -339,10 +342,19 @@ static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
 	unsigned int head = pp__pipe_head(p), tail = p->tail, freed = 0;
 	size_t taken = 0;
 
-	while (tail != head && dead_room(dead)) {
+	while (tail != head) {
 		struct pp_slot *s = pp__pipe_slot(p, tail);
 		struct pp_buf *buf = &s->buf;
 		size_t n = min_t(size_t, bytes - taken, buf->len);
+
+		/*
+		 * Only buffers whose release may call out wait in dead; a
+		 * kernel buffer's bytes are gone already, so it never stops
+		 * short of them.
+		 */
+		if (buf->ops != &pp_anon_buf_ops && buf->ops != &pp__kernel_buf_ops &&
+		    !dead_room(dead))
+			break;
 
 		if (n) {
 			buf->offset += (unsigned int)n;
@@ -420,6 +432,38 @@ ssize_t pp__pipe_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 }
 
 /*
+ * pipe_read of kernel-resident buffers (kbuf.c): the run of them at the
+ * tail, published before head0, is the front of the private kernel pipe,
+ * read with one readv(2) into the caller's memory.  What the kernel threw
+ * away behind a packet read in part goes from the ring too.  Bytes read,
+ * or -errno; *stop when the read must end here (a packet's end, a short
+ * read, a fault).
+ */
+static ssize_t read_kernel_run(struct pp_pipe *p, struct pp_iov_iter *it, size_t max,
+			       unsigned int head0, struct pp__dead *dead, bool *stop)
+{
+	struct pp_buf *first = pp__pipe_buf(p, p->tail);
+	size_t run = 0, discarded;
+	bool packet_end;
+	ssize_t r;
+
+	for (unsigned int i = p->tail; i != head0 && run < max; i++) {
+		struct pp_buf *b = pp__pipe_buf(p, i);
+
+		if (b->ops != &pp__kernel_buf_ops)
+			break;
+		run += b->len;
+	}
+	run = min_t(size_t, run, max);
+	r = pp__kbuf_read(p, first->private, it, run, &discarded, &packet_end);
+	if (r < 0)
+		return r;
+	pp__pipe_consume(p, (size_t)r + discarded, false, dead);
+	*stop = packet_end || (size_t)r < run;
+	return r;
+}
+
+/*
  * pipe_read: take bytes from the tail until the reader's buffer is full,
  * the pipe is empty (after some bytes), or a packet ends.  Waits only
  * with no lock held, and only before the first byte.  Writers are not
@@ -478,6 +522,18 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 		n = min_t(size_t, buf->len, (size_t)(total - ret));
 		if (!n) {
 			pp__pipe_consume(p, 0, true, &dead);	/* zero-length: retire it */
+			continue;
+		}
+		if (buf->ops == &pp__kernel_buf_ops) {
+			r = read_kernel_run(p, &it, (size_t)(total - ret), head0, &dead, &packet);
+			if (r < 0) {
+				if (!ret)
+					ret = r;
+				break;
+			}
+			ret += r;
+			if (packet)
+				break;
 			continue;
 		}
 		err = pp__buf_confirm(p, buf);

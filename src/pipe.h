@@ -100,6 +100,12 @@ struct pp_pipe {
 	struct pp_slot *slots;
 	unsigned int ring_size;		/* a power of two above max_usage: see SLOT_DRAINED */
 	unsigned int max_usage;		/* slots producers may fill; atomic loads */
+	/*
+	 * The private kernel pipe of kernel-resident buffers (kbuf.c): made
+	 * by a producer under wr_mutex, seen by consumers through the
+	 * buffers that point to it, freed with the pipe.
+	 */
+	struct pp__kpipe *kpipe;
 
 	/* The ring lock's fields. */
 	pthread_mutex_t mutex;

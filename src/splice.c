@@ -153,6 +153,13 @@ static ssize_t splice_to_pipe(struct pp_file *in, off_t *ppos, struct pp_file *o
 	ssize_t ret = 0;
 	int err;
 
+	/* Sockets, kernel pipes, devices: into our private kernel pipe (kbuf.c). */
+	if (!ppos && pp__kbuf_source(in)) {
+		ret = pp__kbuf_splice_in(in, out, len, flags);
+		if (ret != PP__EKBUF)
+			return ret;
+		ret = 0;
+	}
 	err = pp__pipe_wait_room(out, nonblock);
 	if (err)
 		return err;
@@ -253,6 +260,17 @@ static bool output_nonblock(struct pp_file *out, unsigned int flags)
 }
 
 /*
+ * Kernel-resident buffers go to OS descriptors by splice(2) (fd.c); an
+ * output that takes only memory gets them read into pages first.
+ */
+static bool needs_memory(struct pp_file *out)
+{
+	if (out->kind == PP_KIND_USER)
+		return true;
+	return __atomic_load_n(&out->no_kernel, __ATOMIC_RELAXED) & PP_NO_KSPLICE_WRITE;
+}
+
+/*
  * pipe -> file.  The consumer lock is held across the output's write, as
  * Linux holds pipe->mutex there: the bytes a short write leaves must stay
  * at the tail for the next consumer.  But we wait for data and for the
@@ -293,6 +311,14 @@ static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *
 
 		if (pp__pipe_empty(p) || (ret && wait_output(out, true, true)))
 			break;
+		if (needs_memory(out)) {
+			err = pp__kbuf_materialize(p, len, SPLICE_BATCH);
+			if (err) {
+				if (!ret)
+					ret = err;
+				break;
+			}
+		}
 		nr = pp__pipe_snapshot(p, snap, SPLICE_BATCH, len, false);
 		/*
 		 * Let sockets cork only while more of this call remains and is
@@ -319,6 +345,8 @@ static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *
 			r = out->ops->splice_write(out, ppos, snap, ok, min_t(size_t, len, avail), oflags);
 		else
 			r = err;
+		if (r == PP__EKBUF)
+			continue;	/* the output refused the kernel's splice: needs_memory() now */
 		if (r == -ENODATA) {
 			/*
 			 * The data is gone: end the splice as Linux does (0, or
@@ -424,6 +452,32 @@ retry:
 		islot = pp__pipe_slot(ip, ip->tail);
 		pp__slot_sync(islot);
 		ibuf = &islot->buf;
+		if (ibuf->ops == &pp__kernel_buf_ops) {
+			/* From our private kernel pipe to theirs (kbuf.c). */
+			ssize_t r = pp__kbuf_move(ip, ibuf, op, len);
+
+			if (r > 0) {
+				ibuf->offset += (unsigned int)r;
+				ibuf->len -= (unsigned int)r;
+				ret += r;
+				len -= (size_t)r;
+				if (!ibuf->len) {
+					(void)pp__slot_seal(islot);	/* never mergeable */
+					ibuf->ops = NULL;
+					__atomic_store_n(&ip->tail, ip->tail + 1, __ATOMIC_RELEASE);
+					consumed = true;
+				}
+				continue;
+			}
+			if (r == PP__EKBUF)
+				r = pp__kbuf_materialize(ip, ibuf->len, 1);
+			if (r) {
+				if (!ret)
+					ret = r;
+				break;
+			}
+			/* Now an anonymous page: moved or shared as any other. */
+		}
 		if (len >= ibuf->len) {
 			/*
 			 * Move the whole buffer: ownership moves, flags (CAN_MERGE

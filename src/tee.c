@@ -11,12 +11,61 @@
  */
 #include "internal.h"
 
+/*
+ * Kernel-resident buffers (kbuf.c) cannot be shared: their bytes are
+ * duplicated into the output's private kernel pipe by one tee(2), before
+ * the walk, for those among the slots the walk can cover (it covers no
+ * fewer: the output's room only grows while we hold its producer lock).
+ * They are the front of the input's private pipe, in order, since the
+ * walk starts at the tail.  Returns the bytes the walk may queue as the
+ * output's kernel buffers, or -errno; when tee(2) cannot serve, the
+ * input's are read into pages instead (a change of type, not of bytes).
+ */
+static ssize_t tee_kernel_bufs(struct pp_pipe *ip, struct pp_pipe *op, size_t len,
+			       struct pp__kpipe **okp)
+{
+	unsigned int room = pp__pipe_max_usage(op) - pp__pipe_occupancy(op), n = 0;
+	unsigned int head = pp__pipe_head(ip);
+	struct pp__kpipe *ikp = NULL;
+	size_t kbytes = 0;
+	ssize_t r;
+
+	if ((int)room <= 0)
+		return 0;
+	for (unsigned int i = ip->tail; i != head && len && n < room; i++) {
+		struct pp_slot *s = pp__pipe_slot(ip, i);
+		size_t l;
+
+		pp__slot_sync(s);
+		if (!s->buf.len)
+			continue;
+		l = min_t(size_t, s->buf.len, len);
+		if (s->buf.ops == &pp__kernel_buf_ops) {
+			ikp = s->buf.private;
+			kbytes += l;
+		}
+		len -= l;
+		n++;
+	}
+	if (!kbytes)
+		return 0;
+	r = pp__kbuf_tee(ip, ikp, op, kbytes, okp);
+	if (r != PP__EKBUF)
+		return r;
+	r = pp__kbuf_materialize(ip, SIZE_MAX, n);
+	return r;
+}
+
 /* With the input's consumer lock and the output's producer lock held. */
 static ssize_t link_pipe(struct pp_file *in, struct pp_file *out, size_t len, bool *eof)
 {
 	struct pp_pipe *ip = in->pipe, *op = out->pipe;
-	ssize_t ret = 0;
+	struct pp__kpipe *okp = NULL;
+	ssize_t ret = 0, kbudget;
 
+	kbudget = tee_kernel_bufs(ip, op, len, &okp);
+	if (kbudget < 0)
+		return kbudget;
 	for (unsigned int i_tail = ip->tail; len; i_tail++) {
 		struct pp_slot *islot;
 		struct pp_buf obuf;
@@ -36,6 +85,22 @@ static ssize_t link_pipe(struct pp_file *in, struct pp_file *out, size_t len, bo
 		pp__slot_sync(islot);
 		if (!islot->buf.len)
 			continue;
+		if (islot->buf.ops == &pp__kernel_buf_ops) {
+			/* Its bytes were tee'd above: the output's own kernel buffer. */
+			obuf = (struct pp_buf){
+				.len = (unsigned int)min_t(size_t, min_t(size_t, islot->buf.len, len),
+							   (size_t)kbudget),
+				.ops = &pp__kernel_buf_ops,
+				.private = okp,
+			};
+			if (!obuf.len)
+				break;	/* tee(2) took fewer: the rest is the next call's */
+			kbudget -= obuf.len;
+			pp__pipe_push(op, &obuf);
+			ret += obuf.len;
+			len -= obuf.len;
+			continue;
+		}
 		if (!pp__buf_get(ip, &islot->buf)) {
 			if (!ret)
 				ret = -EFAULT;

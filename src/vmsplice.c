@@ -366,6 +366,13 @@ static ssize_t vmsplice_to_user(struct pp_file *f, const struct iovec *iov,
 				return err;
 			continue;
 		}
+		/* Kernel-resident bytes are read into pages first (kbuf.c). */
+		err = pp__kbuf_materialize(p, total, TO_USER_BATCH);
+		if (err) {
+			if (!ret)
+				ret = err;
+			break;
+		}
 		nr = pp__pipe_snapshot(p, snap, TO_USER_BATCH, total, false);
 
 		for (unsigned int i = 0; i < nr && total; i++) {

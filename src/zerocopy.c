@@ -84,6 +84,14 @@ static ssize_t do_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t 
 			if (err)
 				return err;
 		}
+		/* Kernel-resident bytes are lent from pages they are read into (kbuf.c). */
+		err = pp__kbuf_materialize(p, count,
+					   min_t(unsigned int, (unsigned int)iovcnt, LOAN_MAX));
+		if (err) {
+			pp__pipe_unlock_consumer(p);
+			pp__pipe_release_dead(p, &dead);
+			return err;
+		}
 		nr = pp__pipe_snapshot(p, loan->snap,
 				       min_t(unsigned int, (unsigned int)iovcnt, LOAN_MAX), count, true);
 		/* Empty slots at the front: retire them and look again. */

@@ -163,6 +163,12 @@ static int test_short_reads_recycled(void)
 
 int main(void)
 {
+	/*
+	 * The page cache is what is tested: socket bytes must come through
+	 * pages, not stay in the kernel (kbuf.c), as they do for a source the
+	 * kernel cannot splice.
+	 */
+	pp__kbuf_disabled = true;
 	static const struct t_subtest tests[] = {
 		T_SUBTEST(test_thread_exit_frees_pages),
 		T_SUBTEST(test_shared_page_not_cached),
