@@ -109,9 +109,16 @@ static unsigned int kpipe_grow(struct pp__kpipe *kp, unsigned int pages)
 		return kp->pages;
 	if (pages > (unsigned int)INT_MAX >> pp__page_shift)
 		pages = (unsigned int)INT_MAX >> pp__page_shift;
-	r = fcntl(kp->wr, F_SETPIPE_SZ, (int)(pages << pp__page_shift));
-	if (r > 0)
-		kp->pages = (unsigned int)r >> pp__page_shift;
+	/* Above pipe-max-size an unprivileged caller gets EPERM: ask for less. */
+	for (; pages > kp->pages; pages /= 2) {
+		r = fcntl(kp->wr, F_SETPIPE_SZ, (int)(pages << pp__page_shift));
+		if (r > 0) {
+			kp->pages = (unsigned int)r >> pp__page_shift;
+			break;
+		}
+		if (errno != EPERM)
+			break;
+	}
 	return kp->pages;
 }
 
@@ -313,8 +320,12 @@ ssize_t pp__kbuf_splice_in(struct pp_file *in, struct pp_file *out, size_t len,
 		err = pp__pipe_wait_room(out, nonblock);
 		if (err)
 			return err;
-		/* A source that would wait under our lock is waited for here. */
-		if (!source_honours_nonblock(in) && !fd_readable_now(in->fd)) {
+		/*
+		 * A source that would wait under our lock is waited for here;
+		 * one opened non-blocking (as an event loop's are) cannot wait.
+		 */
+		if (!source_honours_nonblock(in) && !(pp__file_flags(in) & O_NONBLOCK) &&
+		    !fd_readable_now(in->fd)) {
 			if (fd_nonblocking(in->fd))
 				return -EAGAIN;
 			err = wait_source(in->fd);
