@@ -643,9 +643,15 @@ ssize_t pp__buf_copy_out(struct pp_pipe *p, struct pp_buf *buf, size_t off, void
 	off_t pos;
 	int fd;
 
-	if (!buf->ops->map && buf->page) {
+	switch (pp__buf_class(buf)) {
+	case PP_BUF_MEMORY:
 		memcpy(dst, (const char *)buf->page + buf->offset + off, len);
 		return (ssize_t)len;
+	case PP_BUF_KERNEL:
+		return -EIO;	/* only read(2) takes them, in order: kbuf.c */
+	case PP_BUF_FILE:
+	case PP_BUF_MAPPED:
+		break;
 	}
 	if (pp__buf_origin(p, buf, &fd, &pos) == 0) {
 		size_t done = 0;

@@ -78,7 +78,7 @@ static ssize_t chr_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *
 	size_t total = 0;
 
 	if (!(out->fd_flags & PP_FD_NULL))
-		return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, pp__sendfile_move);
+		return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, &pp__sendfile_path);
 	for (unsigned int i = 0; i < nr_bufs && total < len; i++) {
 		/* Bytes in our kernel pipe must leave it: the kernel's null splice takes them. */
 		if (bufs[i].ops == &pp__kernel_buf_ops)

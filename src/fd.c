@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,7 +64,7 @@ static ssize_t sys_readv(int fd, const struct iovec *iov, int n, off_t *pos)
 }
 
 static ssize_t sys_writev(struct pp_file *out, const struct iovec *iov, int n, off_t *pos,
-			  unsigned int flags)
+			  unsigned int flags, pp__sendv_fn sendv)
 {
 	for (;;) {
 		int e = pp__fault(PP_FAULT_WRITE);
@@ -75,19 +74,33 @@ static ssize_t sys_writev(struct pp_file *out, const struct iovec *iov, int n, o
 			continue;
 		if (e)
 			return e;
-		if (out->kind == PP_KIND_SOCK) {
-			/* SPLICE_F_MORE is MSG_MORE; SIGPIPE as splice_to_socket gives it. */
-			struct msghdr msg = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n };
-
-			r = sendmsg(out->fd, &msg, (flags & SPLICE_F_MORE) ? MSG_MORE : 0);
-		} else {
-			r = pos ? pwritev(out->fd, iov, n, *pos) : writev(out->fd, iov, n);
+		if (sendv) {
+			r = sendv(out, iov, n, flags);
+			if (r != -EINTR)
+				return r;
+			continue;
 		}
+		r = pos ? pwritev(out->fd, iov, n, *pos) : writev(out->fd, iov, n);
 		if (r >= 0)
 			return r;
 		if (errno != EINTR)
 			return -errno;
 	}
+}
+
+bool pp__fd_readable_now(int fd)
+{
+	struct pollfd pfd = { fd, POLLIN, 0 };
+
+	return poll(&pfd, 1, 0) > 0;
+}
+
+ssize_t pp__stream_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bufs,
+			       unsigned int nr_bufs, size_t len, unsigned int flags)
+{
+	if ((flags & PP__SPLICE_NOWAIT) && !pp__fd_readable_now(in->fd))
+		return 0;
+	return pp__fd_splice_read_copy(in, pos, bufs, nr_bufs, len, flags);
 }
 
 /*
@@ -141,7 +154,8 @@ ssize_t pp__fd_splice_read_copy(struct pp_file *in, off_t *pos, struct pp_buf *b
  * pages first (a kind with a kernel path for those does not come here).
  */
 ssize_t pp__fd_splice_write_copy(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
-				 unsigned int nr_bufs, size_t len, unsigned int flags)
+				 unsigned int nr_bufs, size_t len, unsigned int flags,
+				 pp__sendv_fn sendv)
 {
 	struct iovec iov[PP_IOV_MAX];
 	void *mapped[PP_IOV_MAX], *scratch[PP_IOV_MAX];
@@ -152,13 +166,13 @@ ssize_t pp__fd_splice_write_copy(struct pp_file *out, off_t *pos, struct pp_buf 
 	for (; n < nr_bufs && n < PP_IOV_MAX && total < len; n++) {
 		struct pp_buf *buf = &bufs[n];
 		size_t take = min_t(size_t, buf->len, len - total);
-		int ofd;
-		off_t opos;
+		enum pp__buf_class cls;
 
 		mapped[n] = scratch[n] = NULL;
-		if (!buf->ops->map && buf->page) {
+		cls = pp__buf_class(buf);
+		if (cls == PP_BUF_MEMORY) {
 			iov[n].iov_base = (char *)buf->page + buf->offset;
-		} else if (!buf->ops->map && pp__buf_origin(NULL, buf, &ofd, &opos) == 0) {
+		} else if (cls == PP_BUF_FILE) {
 			ssize_t got;
 
 			scratch[n] = pp__page_alloc(NULL);
@@ -188,7 +202,7 @@ ssize_t pp__fd_splice_write_copy(struct pp_file *out, off_t *pos, struct pp_buf 
 	}
 	if (n) {
 		/* What was gathered goes out; an error behind it shows on the next call. */
-		r = sys_writev(out, iov, (int)n, pos, flags);
+		r = sys_writev(out, iov, (int)n, pos, flags, sendv);
 		if (r > 0 && pos)
 			*pos += r;
 	}
@@ -214,11 +228,12 @@ static unsigned int file_run(struct pp_buf *bufs, unsigned int nr, size_t max,
 	int rfd;
 	off_t rpos;
 
-	if (bufs[0].ops->map || pp__buf_origin(NULL, &bufs[0], fd, pos))
+	if (pp__buf_class(&bufs[0]) != PP_BUF_FILE || pp__buf_origin(NULL, &bufs[0], fd, pos))
 		return 0;
 	for (; n < nr && sum < max; n++) {
 		if (n) {
-			if (bufs[n].ops->map || pp__buf_origin(NULL, &bufs[n], &rfd, &rpos) ||
+			if (pp__buf_class(&bufs[n]) != PP_BUF_FILE ||
+			    pp__buf_origin(NULL, &bufs[n], &rfd, &rpos) ||
 			    rfd != *fd || rpos != *pos + (off_t)sum)
 				break;
 		}
@@ -238,6 +253,10 @@ ssize_t pp__sendfile_move(struct pp_file *out, int sfd, off_t *spos, off_t *pos,
 	(void)flags;
 	return r < 0 ? -errno : r;
 }
+
+const struct pp__kernel_path pp__sendfile_path = {
+	.move	= pp__sendfile_move,
+};
 
 /* Loop one kind's kernel call until len moved, a short 0, or an error. */
 static ssize_t move_all(pp__move_fn move, struct pp_file *out, int sfd, off_t spos,
@@ -274,7 +293,7 @@ static bool same_file(int a, int b)
  */
 static ssize_t copy_in_steps(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
 			     unsigned int nr_bufs, size_t len, unsigned int flags,
-			     unsigned int step)
+			     unsigned int step, pp__sendv_fn sendv)
 {
 	size_t done = 0;
 
@@ -286,7 +305,7 @@ static ssize_t copy_in_steps(struct pp_file *out, off_t *pos, struct pp_buf *buf
 		for (unsigned int k = 0; k < m; k++)
 			bytes += bufs[i + k].len;
 		bytes = min_t(size_t, bytes, len - done);
-		r = pp__fd_splice_write_copy(out, pos, bufs + i, m, bytes, flags);
+		r = pp__fd_splice_write_copy(out, pos, bufs + i, m, bytes, flags, sendv);
 		if (r < 0)
 			return done ? (ssize_t)done : r;
 		done += (size_t)r;
@@ -308,8 +327,11 @@ static bool kernel_path_unsupported(ssize_t r)
  * the kernel is detected, never assumed.
  */
 ssize_t pp__fd_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
-			    unsigned int nr_bufs, size_t len, unsigned int flags, pp__move_fn move)
+			    unsigned int nr_bufs, size_t len, unsigned int flags,
+			    const struct pp__kernel_path *path)
 {
+	pp__move_fn move = path ? path->move : NULL;
+	pp__sendv_fn sendv = path ? path->sendv : NULL;
 	size_t done = 0;
 	unsigned int i = 0;
 
@@ -362,7 +384,9 @@ ssize_t pp__fd_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs
 
 			if (!n) {
 				/* A run of memory buffers. */
-				while (i + m < nr_bufs && (bufs[i + m].ops->map || bufs[i + m].page))
+				while (i + m < nr_bufs &&
+				       (pp__buf_class(&bufs[i + m]) == PP_BUF_MEMORY ||
+					pp__buf_class(&bufs[i + m]) == PP_BUF_MAPPED))
 					m++;
 			}
 			bytes = 0;
@@ -388,7 +412,7 @@ ssize_t pp__fd_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs
 			mflags = flags;
 			if (i + m < nr_bufs && done + bytes < len)
 				mflags |= SPLICE_F_MORE;
-			r = copy_in_steps(out, pos, bufs + i, m, bytes, mflags, step);
+			r = copy_in_steps(out, pos, bufs + i, m, bytes, mflags, step, sendv);
 			n = m;
 		}
 		if (r < 0)

@@ -94,26 +94,48 @@ ssize_t pp__fd_readv(struct pp_file *f, const struct iovec *iov, int iovcnt);
 ssize_t pp__fd_writev(struct pp_file *f, const struct iovec *iov, int iovcnt);
 short   pp__fd_poll(struct pp_file *f, short events);
 int     pp__fd_release(struct pp_file *f);
-/* splice_write for any descriptor: write(v) of mapped buffers, as many per call as fit. */
-ssize_t pp__fd_splice_write_copy(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
-				 unsigned int nr_bufs, size_t len, unsigned int flags);
 /*
- * A kind's kernel path for file bytes: one system call moving up to `len`
- * bytes of descriptor sfd from *spos to out (at *pos when given), both
- * advanced by the call.  Bytes moved (maybe fewer), or -errno; the caller
- * loops, retries EINTR, and copies instead on -EINVAL, -EXDEV, -ENOSYS,
- * -EOPNOTSUPP or a 0 at the start.
+ * A kind's kernel paths, each in the kind's own file: `move` sends a file's
+ * bytes by one system call (sendfile, splice, copy_file_range: see
+ * pp__move_fn; NULL: they are read and written); `sendv` writes memory
+ * (NULL: writev, or pwritev at a position; a socket's is sendmsg with
+ * MSG_MORE).  Bytes in our private kernel pipe always go by splice(2).
  */
 typedef ssize_t (*pp__move_fn)(struct pp_file *out, int sfd, off_t *spos, off_t *pos,
 			       size_t len, unsigned int flags);
+typedef ssize_t (*pp__sendv_fn)(struct pp_file *out, const struct iovec *iov, int n,
+				unsigned int flags);
+struct pp__kernel_path {
+	pp__move_fn move;
+	pp__sendv_fn sendv;
+};
+/*
+ * move: one system call moving up to `len` bytes of descriptor sfd from
+ * *spos to out (at *pos when given), both advanced by the call.  Bytes
+ * moved (maybe fewer), or -errno; the caller loops, retries EINTR, and
+ * copies instead on -EINVAL, -EXDEV, -ENOSYS, -EOPNOTSUPP or a 0 at the
+ * start.
+ */
 ssize_t pp__sendfile_move(struct pp_file *out, int sfd, off_t *spos, off_t *pos, size_t len,
 			  unsigned int flags);
+extern const struct pp__kernel_path pp__sendfile_path;	/* sendfile, write */
+/* splice_write for descriptors: each buffer by the kind's path. */
 ssize_t pp__fd_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
-			    unsigned int nr_bufs, size_t len, unsigned int flags, pp__move_fn move);
-/* splice_read for any descriptor: read(v) into fresh anonymous pages. */
+			    unsigned int nr_bufs, size_t len, unsigned int flags,
+			    const struct pp__kernel_path *path);
+/* The copying part of it: write(v) of memory buffers, as many per call as fit. */
+ssize_t pp__fd_splice_write_copy(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
+				 unsigned int nr_bufs, size_t len, unsigned int flags,
+				 pp__sendv_fn sendv);
+/*
+ * splice_read for descriptors that can block: the first pass may wait as
+ * the descriptor says, later passes take what is there; bytes are read
+ * into fresh anonymous pages.
+ */
 ssize_t pp__stream_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bufs,
 			       unsigned int nr_bufs, size_t len, unsigned int flags);
 ssize_t pp__fd_splice_read_copy(struct pp_file *in, off_t *pos, struct pp_buf *bufs,
 				unsigned int nr_bufs, size_t len, unsigned int flags);
+bool pp__fd_readable_now(int fd);
 
 #endif /* PP_FILE_H */

@@ -20,34 +20,6 @@
 /* The most slots a private kernel pipe gets: pipe-max-size allows 256. */
 #define PP__KPIPE_SLOTS	64u
 
-static bool fd_readable_now(int fd)
-{
-	struct pollfd pfd = { fd, POLLIN, 0 };
-
-	return poll(&pfd, 1, 0) > 0;
-}
-
-/*
- * Sources that can block: the first pass may wait as the descriptor's own
- * O_NONBLOCK says; later passes of the same splice only take what is there.
- */
-ssize_t pp__stream_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bufs,
-			       unsigned int nr_bufs, size_t len, unsigned int flags)
-{
-	if ((flags & PP__SPLICE_NOWAIT) && !fd_readable_now(in->fd))
-		return 0;
-	/*
-	 * SPLICE_F_NONBLOCK (the pagepipe's O_NONBLOCK folded in by
-	 * do_splice) is for the source too where Linux makes it so:
-	 * unix_stream_splice_read() reads with MSG_DONTWAIT.  TCP waits as
-	 * its own O_NONBLOCK says.  (Kernel pipes: kpipe_splice_read.)
-	 */
-	if ((flags & SPLICE_F_NONBLOCK) && in->kind == PP_KIND_SOCK &&
-	    (in->fd_flags & PP_FD_UNIX) && !fd_readable_now(in->fd))
-		return -EAGAIN;
-	return pp__fd_splice_read_copy(in, pos, bufs, nr_bufs, len, flags);
-}
-
 /*
  * Out of a kernel pipe.  A read() of a kernel pipe stops at the end of a
  * packet (an O_DIRECT writer's buffer) and throws away the rest of one it
@@ -171,7 +143,7 @@ static ssize_t kpipe_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *
 		return e;
 	if (pipe2(sc, O_CLOEXEC)) {
 		/* No descriptor to spare: read it directly, packets or not. */
-		if ((flags & SPLICE_F_NONBLOCK) && !fd_readable_now(in->fd))
+		if ((flags & SPLICE_F_NONBLOCK) && !pp__fd_readable_now(in->fd))
 			return -EAGAIN;
 		return pp__stream_splice_read(in, pos, bufs, nr_bufs, len, flags);
 	}
@@ -211,6 +183,10 @@ static ssize_t kpipe_move(struct pp_file *out, int sfd, off_t *spos, off_t *pos,
  * splice_from_pipe waited for some room; only if another writer took that
  * room first does a blocking caller wait again.
  */
+static const struct pp__kernel_path kpipe_path = {
+	.move	= kpipe_move,
+};
+
 static ssize_t kpipe_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
 				  unsigned int nr_bufs, size_t len, unsigned int flags)
 {
@@ -220,11 +196,11 @@ static ssize_t kpipe_splice_write(struct pp_file *out, off_t *pos, struct pp_buf
 	ssize_t r;
 
 	if (fl < 0 || (fl & O_NONBLOCK))
-		return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, kpipe_move);
+		return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, &kpipe_path);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", out->fd);
 	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)	/* no /proc, or no reader left: as it is */
-		return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, kpipe_move);
+		return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, &kpipe_path);
 	view = (struct pp_file){
 		.ops = out->ops,
 		.flags = O_WRONLY | O_NONBLOCK,
@@ -236,7 +212,7 @@ static ssize_t kpipe_splice_write(struct pp_file *out, off_t *pos, struct pp_buf
 	for (;;) {
 		struct pollfd pfd = { out->fd, POLLOUT, 0 };
 
-		r = pp__fd_splice_write(&view, pos, bufs, nr_bufs, len, flags, kpipe_move);
+		r = pp__fd_splice_write(&view, pos, bufs, nr_bufs, len, flags, &kpipe_path);
 		if (r == PP__EKBUF)
 			__atomic_fetch_or(&out->no_kernel, PP_NO_KSPLICE_WRITE, __ATOMIC_RELAXED);
 		if (r != -EAGAIN || (flags & SPLICE_F_NONBLOCK))

@@ -127,10 +127,14 @@ static ssize_t reg_move(struct pp_file *out, int sfd, off_t *spos, off_t *pos, s
 	return r < 0 ? -errno : r;
 }
 
+static const struct pp__kernel_path reg_path = {
+	.move	= reg_move,
+};
+
 static ssize_t reg_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
 				unsigned int nr_bufs, size_t len, unsigned int flags)
 {
-	return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, reg_move);
+	return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, &reg_path);
 }
 
 const struct pp_file_ops pp__reg_ops = {

@@ -292,11 +292,11 @@ static ssize_t buf_to_user(struct pp_pipe *p, struct pp_buf *buf, size_t len,
 	void *addr, *scratch = NULL;
 	bool ok;
 
-	if (!buf->ops->map && buf->page) {
+	if (pp__buf_class(buf) == PP_BUF_MEMORY) {
 		ok = copy_to_user_iter(it, (char *)buf->page + buf->offset, len);
 		return ok ? (ssize_t)len : -EFAULT;
 	}
-	if (!buf->ops->map) {
+	if (pp__buf_class(buf) == PP_BUF_FILE) {
 		/* Bytes we cannot address (a file's): read them first, a page at a time. */
 		size_t done = 0;
 

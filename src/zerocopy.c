@@ -116,9 +116,9 @@ static ssize_t do_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t 
 		err = pp__buf_confirm(p, buf);
 		if (err)
 			break;
-		if (!buf->ops->map && buf->page) {
+		if (pp__buf_class(buf) == PP_BUF_MEMORY) {
 			addr = (char *)buf->page + buf->offset;
-		} else if (!buf->ops->map) {
+		} else if (pp__buf_class(buf) == PP_BUF_FILE) {
 			ssize_t r;
 
 			loan->scratch[n] = pp__page_alloc(NULL);
