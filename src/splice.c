@@ -18,6 +18,7 @@
 #include "internal.h"
 
 #include <stdlib.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -248,10 +249,22 @@ static int wait_output(struct pp_file *out, bool nonblock, bool now)
 	if (nonblock && !now)
 		return 0;
 	do
-		r = poll(&pfd, 1, nonblock || now ? 0 : -1);
+		r = poll(&pfd, 1, 0);
 	while (r < 0 && errno == EINTR);
-	if (r == 0)
+	if (r != 0)
+		return 0;
+	if (nonblock || now)
 		return -EAGAIN;
+	/*
+	 * Full, and the file was blocking when pp_fdopen() looked: the
+	 * kernel goes by the descriptor's flags now, which may have changed.
+	 */
+	r = fcntl(out->fd, F_GETFL);
+	if (r >= 0 && (r & O_NONBLOCK))
+		return -EAGAIN;
+	do
+		r = poll(&pfd, 1, -1);
+	while (r < 0 && errno == EINTR);
 	return 0;
 }
 
