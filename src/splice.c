@@ -19,6 +19,7 @@
 
 #include <stdlib.h>
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -288,6 +289,15 @@ static bool output_nonblock(struct pp_file *out, unsigned int flags)
 static bool needs_memory(struct pp_file *out)
 {
 	if (out->kind == PP_KIND_USER)
+		return true;
+	/*
+	 * A datagram socket: what one splice moves is one datagram, so it
+	 * goes as memory, in sendmsg(2)s corked by MSG_MORE.  Corking spliced
+	 * pages and then sending memory lost the datagram on Linux 6.18 in
+	 * kres-partial's test_udp_datagrams (not reduced to a smaller case:
+	 * the same calls alone work); copies are cheap at datagram sizes.
+	 */
+	if (out->kind == PP_KIND_SOCK && out->sock_type != SOCK_STREAM)
 		return true;
 	return __atomic_load_n(&out->no_kernel, __ATOMIC_RELAXED) & PP_NO_KSPLICE_WRITE;
 }
