@@ -21,6 +21,30 @@
 #define PP__KPIPE_SLOTS	64u
 
 /*
+ * A kernel pipe as a splice's input is waited for before the output
+ * (splice_pipe_to_pipe: ipipe_prep, then opipe_prep): empty with a writer,
+ * it is EAGAIN for a non-blocking splice, or a wait, even when the output
+ * has no reader or no room.  Empty with no writer goes on to the output's
+ * checks (EPIPE before EOF).  Only asked when the output is not ready, so
+ * a splice that can go ahead costs no poll(2).  0, or -errno.
+ */
+int pp__kpipe_prep_input(struct pp_file *in, unsigned int flags)
+{
+	struct pollfd pfd = { in->fd, POLLIN, 0 };
+	int fl;
+
+	if (poll(&pfd, 1, 0) != 0)
+		return 0;	/* bytes, no writer, or an error the splice reports */
+	fl = fcntl(in->fd, F_GETFL);
+	if ((flags & SPLICE_F_NONBLOCK) || (fl >= 0 && (fl & O_NONBLOCK)))
+		return -EAGAIN;
+	while (poll(&pfd, 1, -1) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
+
+/*
  * Out of a kernel pipe.  A read() of a kernel pipe stops at the end of a
  * packet (an O_DIRECT writer's buffer) and throws away the rest of one it
  * read only in part, so reading the source directly would split packets,

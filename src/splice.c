@@ -161,6 +161,12 @@ static ssize_t splice_to_pipe(struct pp_file *in, off_t *ppos, struct pp_file *o
 	ssize_t ret = 0;
 	int err;
 
+	/* A kernel pipe input is checked before an output that is not ready. */
+	if (in->kind == PP_KIND_FIFO && (!pp__pipe_readers(p) || pp__pipe_full(p))) {
+		err = pp__kpipe_prep_input(in, flags);
+		if (err)
+			return err;
+	}
 	/* Sockets, kernel pipes, devices: into our private kernel pipe (kbuf.c). */
 	if (!ppos && pp__kbuf_source(in)) {
 		ret = pp__kbuf_splice_in(in, out, len, flags);
