@@ -20,6 +20,8 @@
  * Cases marked KNOWN BUG in the output are mismatches with the kernel
  * found in today's code, kept as failures for the lead to fix.
  */
+#include <arpa/inet.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdatomic.h>
@@ -656,6 +658,141 @@ static int test_full_kpipe_sink(void)
 	return T_EXIT_PASS;
 }
 
+/* ---------------------------------------------------------------------- */
+/*
+ * A connected UDP socket as the sink: each splice is one datagram of what
+ * it moved, at once (a MSG_MORE on the last piece of a call would hold it
+ * back, or merge it with the next call's); SPLICE_F_MORE corks until a
+ * call without it.  The datagrams that arrive, compared.
+ */
+static void udp_pair(int s[2])
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t al = sizeof(a);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	s[0] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	s[1] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ASSERT_TRUE(s[0] >= 0 && s[1] >= 0);
+	ASSERT_EQ(bind(s[0], (struct sockaddr *)&a, sizeof(a)), 0);
+	ASSERT_EQ(getsockname(s[0], (struct sockaddr *)&a, &al), 0);
+	ASSERT_EQ(connect(s[1], (struct sockaddr *)&a, sizeof(a)), 0);
+}
+
+/* The sizes of the datagrams waiting, -1 terminated; never waits. */
+static int datagrams(int fd, long long *sizes, int max)
+{
+	static unsigned char buf[65536];
+	int n = 0;
+
+	for (;;) {
+		ssize_t r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (r < 0) {
+			ASSERT_EQ(errno, EAGAIN);
+			break;
+		}
+		ASSERT_TRUE(n < max);
+		sizes[n++] = r;
+	}
+	return n;
+}
+
+static int test_udp_datagrams(void)
+{
+	static const struct { size_t len; unsigned int flags; } steps[] = {
+		{ 5000, 0 }, { 3000, 0 }, { 3000, 0 }, { 1000, SPLICE_F_MORE }, { 1500, 0 },
+		{ 4096, 0 }, { 1, 0 }, { 20000, 0 },
+	};
+	struct kres_leak l = kres_leak_begin();
+	struct t_pair x;
+	int ku[2], pu[2];
+	struct pp_file *pus;
+
+	t_pair_open(&x, 0);
+	/* Many buffers: socket, kernel pipe and written ones. */
+	fill_from_sources(x.k[1], NULL, 30000, 8, false);
+	fill_from_sources(-1, x.p[1], 30000, 8, false);
+	for (int i = 0; i < 4; i++)
+		ASSERT_SAME(write(x.k[1], "0123456789", 10), pp_write(x.p[1], "0123456789", 10));
+	udp_pair(ku);
+	udp_pair(pu);
+	pus = pp_fdopen(pu[1]);
+	ASSERT_TRUE(pus != NULL);
+	for (unsigned int i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		long long kd[16], pd[16];
+		int kn, pn;
+
+		ASSERT_SAME(splice(x.k[0], NULL, ku[1], NULL, steps[i].len, steps[i].flags),
+			    pp_splice(x.p[0], NULL, pus, NULL, steps[i].len, steps[i].flags));
+		kn = datagrams(ku[0], kd, 16);
+		pn = datagrams(pu[0], pd, 16);
+		if (kn != pn)
+			t_fail_at(__FILE__, __LINE__, "splice %u (%zu, flags %u): kernel %d datagrams, pagepipe %d",
+				  i, steps[i].len, steps[i].flags, kn, pn);
+		for (int d = 0; d < kn; d++)
+			if (kd[d] != pd[d])
+				t_fail_at(__FILE__, __LINE__, "splice %u: datagram %d: kernel %lld bytes, pagepipe %lld",
+					  i, d, kd[d], pd[d]);
+		t_pair_same_fionread(&x);
+	}
+	pp_close(pus);
+	close(ku[0]); close(ku[1]); close(pu[0]); close(pu[1]);
+	t_pair_close(&x);
+	kres_leak_end(l, "udp");
+	return T_EXIT_PASS;
+}
+
+/*
+ * A kernel pipe is a pipe to the kernel, not a file: O_APPEND on its write
+ * end changes nothing, no offset is allowed, and a len of SIZE_MAX is
+ * clamped, not refused.  With kernel-pipe and socket bytes queued.
+ */
+static int test_kpipe_not_a_file(void)
+{
+	struct kres_leak l = kres_leak_begin();
+	struct t_pair x;
+	int ko[2], po[2];
+	struct pp_file *ppo, *ppi;
+	off_t off = 0;
+	unsigned char kb[40000], pb[40000];
+
+	t_pair_open(&x, 0);
+	fill_from_sources(x.k[1], NULL, 20000, 4, true);
+	fill_from_sources(-1, x.p[1], 20000, 4, true);
+	t_kpipe2(ko, 0);
+	t_kpipe2(po, 0);
+	ASSERT_EQ(fcntl(ko[1], F_SETFL, O_APPEND), 0);
+	ASSERT_EQ(fcntl(po[1], F_SETFL, O_APPEND), 0);
+	ppo = pp_fdopen(po[1]);
+	ASSERT_TRUE(ppo != NULL);
+	ASSERT_SAME(splice(x.k[0], NULL, ko[1], &off, 100, 0), pp_splice(x.p[0], NULL, ppo, &off, 100, 0));
+	ASSERT_SAME(splice(x.k[0], NULL, ko[1], NULL, 1000, 0), pp_splice(x.p[0], NULL, ppo, NULL, 1000, 0));
+	ASSERT_SAME(splice(x.k[0], NULL, ko[1], NULL, SIZE_MAX, 0), pp_splice(x.p[0], NULL, ppo, NULL, SIZE_MAX, 0));
+	ASSERT_SAME(splice(x.k[0], NULL, ko[1], NULL, SSIZE_MAX, SPLICE_F_NONBLOCK),
+		    pp_splice(x.p[0], NULL, ppo, NULL, SSIZE_MAX, SPLICE_F_NONBLOCK));
+	ASSERT_EQ(t_kfionread(ko[0]), 20000);
+	ASSERT_EQ(t_kfionread(po[0]), 20000);
+	ASSERT_EQ(read(ko[0], kb, sizeof(kb)), 20000);
+	ASSERT_EQ(read(po[0], pb, sizeof(pb)), 20000);
+	ASSERT_MEM_EQ(kb, pb, 20000);
+	ASSERT_EQ(t_check(pb, 20000, 0, 4), 0);
+	/* And from a kernel pipe, SIZE_MAX and an offset. */
+	ASSERT_EQ(write(po[1], pb, 20000), 20000);
+	ASSERT_EQ(write(ko[1], kb, 20000), 20000);
+	ppi = pp_fdopen(po[0]);
+	ASSERT_TRUE(ppi != NULL);
+	ASSERT_SAME(splice(ko[0], &off, x.k[1], NULL, 10, 0), pp_splice(ppi, &off, x.p[1], NULL, 10, 0));
+	ASSERT_SAME(splice(ko[0], NULL, x.k[1], NULL, SIZE_MAX, 0), pp_splice(ppi, NULL, x.p[1], NULL, SIZE_MAX, 0));
+	ASSERT_SAME_READ(x.k[0], x.p[0], sizeof(kb));
+	pp_close(ppi);
+	pp_close(ppo);
+	close(ko[0]); close(ko[1]); close(po[0]); close(po[1]);
+	t_pair_close(&x);
+	kres_leak_end(l, "kpipe not a file");
+	return T_EXIT_PASS;
+}
+
 int main(void)
 {
 	static const struct t_subtest tests[] = {
@@ -666,6 +803,8 @@ int main(void)
 		T_SUBTEST(test_empty_source),
 		T_SUBTEST(test_full_pipe),
 		T_SUBTEST(test_full_kpipe_sink),
+		T_SUBTEST(test_udp_datagrams),
+		T_SUBTEST(test_kpipe_not_a_file),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
