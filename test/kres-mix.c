@@ -512,7 +512,7 @@ static int test_random(void)
 {
 	const char *se = getenv("KRES_MIX_SEED"), *ro = getenv("KRES_MIX_ROUNDS");
 	unsigned long long seed = se ? strtoull(se, NULL, 0) : 0x6b726573ull;
-	unsigned int rounds = ro ? (unsigned int)atoi(ro) : 60;
+	unsigned int rounds = ro ? (unsigned int)atoi(ro) : 24;
 	struct kres_leak l = kres_leak_begin();
 
 	for (unsigned int round = 0; round < rounds; round++) {

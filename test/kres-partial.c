@@ -225,6 +225,7 @@ static struct t_res stall_one(bool pagepipe, bool tcp, int how, size_t *sent_out
 {
 	/* TCP through 4 KiB buffers crawls (delayed ACKs): less of it. */
 	const size_t SN = tcp ? 64u << 10 : N;
+	struct splice_args a;	/* here: a call still blocked after the loop uses it */
 	struct bcall b;
 	int k[2] = { -1, -1 }, s[2], sz = 4096;
 	struct pp_file *p[2] = { NULL, NULL }, *ps = NULL;
@@ -259,7 +260,7 @@ static struct t_res stall_one(bool pagepipe, bool tcp, int how, size_t *sent_out
 	 */
 	for (int guard = 0;; guard++) {
 		/* Small steps, so that some succeed before the buffer is full. */
-		struct splice_args a = { k[0], s[1], p[0], ps, SN - sent < 3000 ? SN - sent : 3000, fl };
+		a = (struct splice_args){ k[0], s[1], p[0], ps, SN - sent < 3000 ? SN - sent : 3000, fl };
 
 		ASSERT_TRUE(guard < 100000);
 		if (!bcall_start(&b, do_splice, &a)) {

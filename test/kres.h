@@ -248,12 +248,61 @@ static inline int kres_thread_count(void)
 	return n;
 }
 
+/* For a failure: each thread's id, name and what it is waiting in. */
+static inline void kres_show_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		char path[300], comm[64] = "", wchan[64] = "";
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		if ((f = fopen(path, "re"))) {
+			if (!fgets(comm, sizeof(comm), f))
+				comm[0] = 0;
+			fclose(f);
+		}
+		snprintf(path, sizeof(path), "/proc/self/task/%s/wchan", e->d_name);
+		if ((f = fopen(path, "re"))) {
+			if (!fgets(wchan, sizeof(wchan), f))
+				wchan[0] = 0;
+			fclose(f);
+		}
+		comm[strcspn(comm, "\n")] = 0;
+		fprintf(stderr, "  thread %s: %s, in %s\n", e->d_name, comm, wchan);
+	}
+	if (d)
+		closedir(d);
+}
+
 struct kres_leak {
 	int fds, threads;
 };
 
+static void *kres_noop(void *arg)
+{
+	return arg;
+}
+
 static inline struct kres_leak kres_leak_begin(void)
 {
+	static bool warm;
+
+	/*
+	 * A sanitizer runtime starts a thread of its own with the first
+	 * pthread_create (TSan): have it running before counting.
+	 */
+	if (!warm) {
+		pthread_t th;
+
+		ASSERT_EQ(pthread_create(&th, NULL, kres_noop, NULL), 0);
+		ASSERT_EQ(pthread_join(th, NULL), 0);
+		warm = true;
+	}
 	return (struct kres_leak){ kres_fd_count(), kres_thread_count() };
 }
 
@@ -271,9 +320,11 @@ static inline struct kres_leak kres_leak_begin(void)
 	if (_f != (l).fds)						\
 		t_fail_at(__FILE__, __LINE__, "%s: %d descriptors open, %d before (leak)", \
 			  (what), _f, (l).fds);				\
-	if (_t > (l).threads)						\
+	if (_t > (l).threads) {						\
+		kres_show_threads();					\
 		t_fail_at(__FILE__, __LINE__, "%s: %d threads, %d before", \
 			  (what), _t, (l).threads);			\
+	}								\
 } while (0)
 
 /* ---------------------------------------------------------------------- */
