@@ -495,6 +495,9 @@ static int fixed(bool tcp)
 	rng = rng_seed = 1;
 	mix_open(&m, tcp, tcp);
 	for (unsigned int c = 0; c < NCONS; c++) {
+		/* Memcheck does not know that vmsplice(2) writes the iovecs. */
+		if (consumers[c].fn == c_vmsplice && t_under_valgrind())
+			continue;
 		for (unsigned int s = 0; s < sizeof(chunks) / sizeof(chunks[0]); s++) {
 			queue_fixed(&m);
 			drain_with(&m, consumers[c].fn, chunks[s]);
@@ -530,12 +533,21 @@ static int test_random(void)
 			} else {
 				unsigned int c = rnd(NCONS);
 
+				if (consumers[c].fn == c_vmsplice && t_under_valgrind())
+					c = 0;	/* read instead: see fixed() */
+
 				consumers[c].fn(&m, rlen(avail(&m) + 1 < 200000 ? avail(&m) + 1 : 200000));
 			}
 			if (!(op % 16))
 				ASSERT_SAME_FIONREAD(m.k[0], m.p[0]);
 		}
-		drain_with(&m, consumers[rnd(NCONS)].fn, 999 + rlen(100000));
+		{
+			step_fn fn = consumers[rnd(NCONS)].fn;
+
+			if (fn == c_vmsplice && t_under_valgrind())
+				fn = c_read;
+			drain_with(&m, fn, 999 + rlen(100000));
+		}
 		mix_close(&m);
 	}
 	kres_leak_end(l, "random mixes");
