@@ -9,7 +9,10 @@
  *    exactly once;
  *  - EOF mid-stream (the peer closes): the data, then 0;
  *  - RST mid-stream (SO_LINGER 0): the data and ECONNRESET, in the
- *    kernel's order;
+ *    kernel's order; a reset output: ECONNRESET then EPIPE, nothing taken;
+ *  - a connected UDP sink: one datagram per splice, none held back;
+ *  - a kernel pipe as a sink is a pipe, not a file: O_APPEND, offsets and
+ *    SIZE_MAX as the kernel has them;
  *  - an empty source with SPLICE_F_NONBLOCK, or into a pagepipe that is
  *    O_NONBLOCK: EAGAIN where the kernel says EAGAIN, and where the kernel
  *    waits (a TCP socket that is not O_NONBLOCK ignores the flag), the
@@ -794,6 +797,63 @@ static int test_kpipe_not_a_file(void)
 	return T_EXIT_PASS;
 }
 
+/*
+ * The output's peer resets (SO_LINGER 0), with socket and kernel-pipe
+ * bytes queued: once the reset is in, three splices to it, compared
+ * (ECONNRESET, then EPIPE, in Linux), and nothing consumed from the pipe.
+ */
+static int test_rst_output(void)
+{
+	struct kres_leak l = kres_leak_begin();
+	struct t_pair x;
+	int ko[2], po[2];
+	struct pp_file *ppo;
+	struct linger lg = { 1, 0 };
+
+	signal(SIGPIPE, SIG_IGN);
+	t_pair_open(&x, 0);
+	fill_from_sources(x.k[1], NULL, 30000, 6, true);
+	fill_from_sources(-1, x.p[1], 30000, 6, true);
+	ASSERT_EQ(t_tcp_pair(ko), 0);
+	ASSERT_EQ(t_tcp_pair(po), 0);
+	ppo = pp_fdopen(po[1]);
+	ASSERT_TRUE(ppo != NULL);
+	ASSERT_EQ(setsockopt(ko[0], SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	ASSERT_EQ(setsockopt(po[0], SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	close(ko[0]);
+	close(po[0]);
+	{
+		struct pollfd pf[2] = { { ko[1], POLLOUT, 0 }, { po[1], POLLOUT, 0 } };
+
+		/* The reset has arrived when the socket reports an error or hang-up. */
+		for (int i = 0; i < 2; i++) {
+			ASSERT_EQ(poll(pf + i, 1, 10000), 1);
+			for (int j = 0; j < 10000 && !(pf[i].revents & (POLLERR | POLLHUP)); j++) {
+				t_sleep_ms(1);
+				ASSERT_EQ(poll(pf + i, 1, 10000), 1);
+			}
+			ASSERT_TRUE(pf[i].revents & (POLLERR | POLLHUP));
+		}
+	}
+	for (int i = 0; i < 3; i++) {
+		struct t_res k = T_CALL(splice(x.k[0], NULL, ko[1], NULL, 1000, 0));
+		struct t_res p = T_CALL(pp_splice(x.p[0], NULL, ppo, NULL, 1000, 0));
+
+		printf("    splice %d to a reset TCP peer: kernel %lld (%s), pagepipe %lld (%s)\n",
+		       i, k.ret, strerror(k.err), p.ret, strerror(p.err));
+		ASSERT_EQ(k.ret, p.ret);
+		ASSERT_EQ(k.err, p.err);
+		t_pair_same_fionread(&x);
+	}
+	ASSERT_EQ(t_kfionread(x.k[0]), 30000);
+	pp_close(ppo);
+	close(ko[1]);
+	close(po[1]);
+	t_pair_close(&x);
+	kres_leak_end(l, "rst output");
+	return T_EXIT_PASS;
+}
+
 int main(void)
 {
 	static const struct t_subtest tests[] = {
@@ -806,6 +866,7 @@ int main(void)
 		T_SUBTEST(test_full_kpipe_sink),
 		T_SUBTEST(test_udp_datagrams),
 		T_SUBTEST(test_kpipe_not_a_file),
+		T_SUBTEST(test_rst_output),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
