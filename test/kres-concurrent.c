@@ -9,7 +9,9 @@
  * so the stream is a sequence of whole records, each producer's in its
  * order: checked on a kernel pipe (the test's own check) and on a
  * pagepipe, where a buffer queued in the ring must stand for exactly the
- * bytes spliced into the private kernel pipe at the same time.
+ * bytes spliced into the private kernel pipe at the same time.  A record
+ * is less than a page: a longer one may leave an AF_UNIX socket in two
+ * splices in Linux too, and then interleave with another producer's.
  */
 #include <sys/socket.h>
 
