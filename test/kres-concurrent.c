@@ -172,8 +172,8 @@ static void run(bool pagepipe, int consumer)
 			break;
 		}
 		if (r <= 0)
-			t_fail_at(__FILE__, __LINE__, "%s: consumer %d at %llu: %zd (%s)", what, consumer,
-				  total, r, r < 0 ? strerror(errno) : "EOF");
+			t_fail_at(__FILE__, __LINE__, "%s: consumer %d, %zu bytes asked at %llu: %zd (%s)",
+				  what, consumer, n, total, r, r < 0 ? strerror(errno) : "EOF");
 		check_bytes(&c, buf, (size_t)r, what);
 		total += (unsigned long long)r;
 	}
