@@ -93,7 +93,7 @@ $(B)/test/helpers.o: test/helpers.c test/helpers.h $(HDRS)
 	$(Q)$(CC) $(CFLAGS) -Isrc -c -o $@ $<
 
 # Tests link the static library so that they can reach the pp__ test hooks.
-$(B)/test/%: test/%.c $(B)/test/helpers.o $(STATIC) test/helpers.h $(HDRS)
+$(B)/test/%: test/%.c $(B)/test/helpers.o $(STATIC) $(wildcard test/*.h) $(HDRS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")
 	$(Q)$(CC) $(CFLAGS) -Isrc -o $@ $< $(B)/test/helpers.o $(STATIC) $(LDFLAGS)

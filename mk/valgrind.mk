@@ -25,8 +25,11 @@ VALGRIND_FLAGS   ?= -q --error-exitcode=99 --leak-check=full \
 # the same reason: it hands the kernel memory that is unmapped, PROT_NONE or
 # past a file's end on purpose, which valgrind reports and, for vmsplice,
 # answers differently from the kernel (its wrapper checks the whole iovec).
+# kres-partial and kres-bugs tell a call that waits from one that returns
+# by its thread sleeping in the kernel, which a thread waiting for
+# valgrind's turn also does.
 VALGRIND_SKIP    ?= stress-* pipe-badargs pipe-fdopen splice-args tee-basic vmsplice-basic splice-pipe \
-		    fidelity-kernel
+		    fidelity-kernel kres-partial kres-bugs
 VALGRIND_TIMEOUT ?= 600
 
 # The differential tests hand the kernel bad pointers on purpose (poll(NULL,

@@ -12,6 +12,8 @@
  *   read-only and O_APPEND descriptors   contents, the same three ways
  *   pp_fdopen(/dev/null)                 /dev/null
  *   an AF_UNIX stream socket pair        another socket pair
+ *   a TCP pair on 127.0.0.1              another TCP pair
+ *   a FIFO, both ends                    another FIFO
  *   NULL                                 -1
  *
  * Where the two sides are meant to agree (pagepipes with pagepipes,
@@ -27,6 +29,13 @@
  * SPLICE_F_NONBLOCK is always added and every descriptor is non-blocking:
  * nothing may wait.  vmsplice takes its bytes from one arena that is never
  * written after start-up, since the pipes keep references to it.
+ *
+ * The TCP pair is never compared (tainted from the start): how many bytes
+ * one splice takes from it or gives it depends on skb layout and ACK
+ * timing.  It is there as a source and a sink of splices with pagepipes
+ * and everything else, for crashes, leaks and lost descriptors (issue 12:
+ * the kernel-resident buffers that sockets, kernel pipes and FIFOs
+ * produce).  The FIFO is compared as the kernel pipe C is.
  *
  * Bits 1 and 2 of the first byte make A and B packet pipes (O_DIRECT),
  * both sides alike.
@@ -46,7 +55,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_IO		(1u << 18)
@@ -59,16 +71,17 @@ static unsigned char *src;		/* written once; vmsplice'd memory lives here */
 static unsigned char *kbuf, *pbuf;
 static struct iovec kiov[MAX_IOV], piov[MAX_IOV];
 static char kpath[64], ppath[64];	/* the two regular files */
+static char fifodir[64], kfifo[96], pfifo[96];	/* the two FIFOs */
 static int kfile, pfile;		/* their read-write descriptors, kept open */
 static bool splice_ready, tee_ready, vmsplice_ready;
 
 enum kind { K_PAGEPIPE, K_KPIPE, K_FILE, K_NULLDEV, K_SOCK, K_NONE };
-enum stream { S_A, S_B, S_C, S_FILE, S_NULL, S_SOCK, S_NONE, S_NR };
+enum stream { S_A, S_B, S_C, S_FILE, S_NULL, S_SOCK, S_TCP, S_FIFO, S_NONE, S_NR };
 
 /* Slot order: the objects an operation picks by number. */
 enum {
 	O_A_R, O_A_W, O_B_R, O_B_W, O_C_R, O_C_W, O_FILE, O_FILE_RO, O_FILE_APP,
-	O_NULLDEV, O_SOCK0, O_SOCK1, O_NONE, O_NR,
+	O_NULLDEV, O_SOCK0, O_SOCK1, O_TCP0, O_TCP1, O_FIFO_R, O_FIFO_W, O_NONE, O_NR,
 };
 
 struct obj {
@@ -134,7 +147,7 @@ static const char *name(const struct state *s, const struct obj *o)
 {
 	static const char *const names[O_NR] = {
 		"A.r", "A.w", "B.r", "B.w", "C.r", "C.w", "file", "file(ro)", "file(append)",
-		"/dev/null", "sock0", "sock1", "NULL",
+		"/dev/null", "sock0", "sock1", "tcp0", "tcp1", "fifo.r", "fifo.w", "NULL",
 	};
 
 	return names[o - s->o];
@@ -259,7 +272,8 @@ static void op_vmsplice(struct state *s, struct cursor *c)
 	struct obj *o = pick(s, c);
 	unsigned int b = u8(c), flags = flags_arg(c);
 	bool to_pipe = o->kind == K_PAGEPIPE || o->kind == K_KPIPE ?
-		       (o == &s->o[O_A_W] || o == &s->o[O_B_W] || o == &s->o[O_C_W]) : (b & 1);
+		       (o == &s->o[O_A_W] || o == &s->o[O_B_W] || o == &s->o[O_C_W] ||
+			  o == &s->o[O_FIFO_W]) : (b & 1);
 	size_t cnt, sum = 0;
 	bool cmp = agree(s, o, NULL, vmsplice_ready);
 	struct res k = { 0, 0 }, p;
@@ -400,6 +414,15 @@ static void op_fionread(struct state *s, struct cursor *c)
 
 static void close_obj(struct obj *o)
 {
+	/* TCP ends with a reset: no TIME_WAIT, or a long run runs out of ports. */
+	if (o->stream == S_TCP) {
+		struct linger lg = { 1, 0 };
+
+		if (o->kfd >= 0)
+			setsockopt(o->kfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		if (o->pfd >= 0)
+			setsockopt(o->pfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
 	if (o->kfd >= 0)
 		close(o->kfd);
 	if (o->pf)
@@ -412,7 +435,9 @@ static void close_obj(struct obj *o)
 
 static void op_close(struct state *s, struct cursor *c)
 {
-	static const int closable[] = { O_A_R, O_A_W, O_B_R, O_B_W, O_C_R, O_C_W, O_SOCK1 };
+	static const int closable[] = {
+		O_A_R, O_A_W, O_B_R, O_B_W, O_C_R, O_C_W, O_SOCK1, O_TCP1, O_FIFO_W,
+	};
 
 	close_obj(&s->o[closable[u8(c) % (sizeof(closable) / sizeof(closable[0]))]]);
 }
@@ -462,6 +487,45 @@ static struct pp_file *wrap(int fd, bool fault_ok)
 	if (!f && !fault_ok)
 		fail_setup("pp_fdopen");
 	return f;
+}
+
+/*
+ * A connected TCP pair on 127.0.0.1, both non-blocking: [0] accepted from
+ * the listener made at start-up, [1] connected to it.
+ */
+static int listener = -1;
+static struct sockaddr_in listen_addr;
+
+static void tcp_pair(int fds[2])
+{
+	fds[1] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fds[1] < 0)
+		fail_setup("tcp socket");
+	if (connect(fds[1], (struct sockaddr *)&listen_addr, sizeof(listen_addr)) < 0) {
+		/* Interrupted (libFuzzer's timers): it goes on; wait for it. */
+		struct pollfd pfd = { fds[1], POLLOUT, 0 };
+		int err = 0;
+		socklen_t el = sizeof(err);
+
+		if (errno != EINTR)
+			fail_setup("tcp connect");
+		while (poll(&pfd, 1, -1) < 0)
+			;
+		if (getsockopt(fds[1], SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err)
+			fail_setup("tcp connect (after EINTR)");
+	}
+	fds[0] = accept4(listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fds[0] < 0 || fcntl(fds[1], F_SETFL, O_NONBLOCK) < 0)
+		fail_setup("tcp accept");
+}
+
+/* Both ends of the FIFO at path, non-blocking (the reader first, so neither waits). */
+static void fifo_open(const char *path, int fds[2])
+{
+	fds[0] = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	fds[1] = fds[0] < 0 ? -1 : open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fds[0] < 0 || fds[1] < 0)
+		fail_setup("fifo open");
 }
 
 /* Bit i of packets: pipe A (i = 0) or B (i = 1) is a packet pipe (O_DIRECT). */
@@ -529,6 +593,17 @@ static void setup(struct state *s, unsigned int packets)
 		fail_setup("socketpair");
 	set_obj(&s->o[O_SOCK0], K_SOCK, S_SOCK, k[0], p[0], wrap(p[0], !s->diff));
 	set_obj(&s->o[O_SOCK1], K_SOCK, S_SOCK, k[1], p[1], wrap(p[1], !s->diff));
+
+	tcp_pair(k);
+	tcp_pair(p);
+	set_obj(&s->o[O_TCP0], K_SOCK, S_TCP, k[0], p[0], wrap(p[0], !s->diff));
+	set_obj(&s->o[O_TCP1], K_SOCK, S_TCP, k[1], p[1], wrap(p[1], !s->diff));
+	s->tainted[S_TCP] = true;
+
+	fifo_open(kfifo, k);
+	fifo_open(pfifo, p);
+	set_obj(&s->o[O_FIFO_R], K_KPIPE, S_FIFO, k[0], p[0], wrap(p[0], !s->diff));
+	set_obj(&s->o[O_FIFO_W], K_KPIPE, S_FIFO, k[1], p[1], wrap(p[1], !s->diff));
 }
 
 /* The first offset at or after at where either file has data; end if none. */
@@ -549,7 +624,7 @@ static off_t next_data(int a, int b, off_t at, off_t end)
 /* Compare what is left: every pipe and socket drained, and the files whole. */
 static void final_compare(struct state *s)
 {
-	static const int readers[] = { O_A_R, O_B_R, O_C_R, O_SOCK0, O_SOCK1 };
+	static const int readers[] = { O_A_R, O_B_R, O_C_R, O_SOCK0, O_SOCK1, O_FIFO_R };
 
 	for (unsigned int i = 0; i < sizeof(readers) / sizeof(readers[0]); i++) {
 		struct obj *o = &s->o[readers[i]];
@@ -599,6 +674,9 @@ static void cleanup_files(void)
 {
 	unlink(kpath);
 	unlink(ppath);
+	unlink(kfifo);
+	unlink(pfifo);
+	rmdir(fifodir);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -626,6 +704,24 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (kfile < 0 || pfile < 0)
 		fail_setup("mkostemp");
 	atexit(cleanup_files);
+	snprintf(fifodir, sizeof(fifodir), "%s/pp-fuzz-fifo-XXXXXX", dir ? dir : "/tmp");
+	if (!mkdtemp(fifodir))
+		fail_setup("mkdtemp");
+	snprintf(kfifo, sizeof(kfifo), "%s/k", fifodir);
+	snprintf(pfifo, sizeof(pfifo), "%s/p", fifodir);
+	if (mkfifo(kfifo, 0600) < 0 || mkfifo(pfifo, 0600) < 0)
+		fail_setup("mkfifo");
+	{
+		socklen_t sl = sizeof(listen_addr);
+
+		listen_addr = (struct sockaddr_in){ .sin_family = AF_INET };
+		listen_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (listener < 0 || bind(listener, (struct sockaddr *)&listen_addr, sizeof(listen_addr)) < 0 ||
+		    listen(listener, 16) < 0 ||
+		    getsockname(listener, (struct sockaddr *)&listen_addr, &sl) < 0)
+			fail_setup("tcp listener");
+	}
 
 	/* Until splice lands the calls answer ENOSYS: run them, compare nothing. */
 	if (pp_pipe2(e, O_NONBLOCK) < 0)
