@@ -516,6 +516,9 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 			continue;
 		}
 
+		/* Published between the lock and the look: the first read takes it. */
+		if (!ret && p->tail == head0)
+			head0 = pp__pipe_head(p);
 		s = pp__pipe_slot(p, p->tail);
 		pp__slot_sync(s);
 		buf = &s->buf;
