@@ -821,12 +821,12 @@ static void op_ext_in(struct state *s, struct cursor *c)
 	p = CALL(pp_splice(xpin[x], NULL, s->p[1], NULL, len, flags));
 	/*
 	 * Failures do not depend on the buffers: EBADF, EPIPE, EINVAL...
-	 * compared.  Except KNOWN BUG 3 (test/kres-bugs.c): an empty kernel
-	 * pipe or FIFO into a pipe without readers is EAGAIN in Linux (the
-	 * input is waited for first) and EPIPE here; set KNOWN_BUG_3 to 0
-	 * once fixed.
+	 * compared.  KNOWN BUG 3 (test/kres-bugs.c: an empty kernel pipe or
+	 * FIFO into a pipe without readers was EPIPE, where Linux waits for
+	 * the input first and says EAGAIN) is fixed; the switch stays for
+	 * bisecting.
 	 */
-#define KNOWN_BUG_3	1
+#define KNOWN_BUG_3	0
 	bool known = KNOWN_BUG_3 && (x == X_KPIPE || x == X_FIFO) && k.ret < 0 && k.err == EAGAIN &&
 		     p.ret < 0 && p.err == EPIPE;
 

@@ -14,9 +14,9 @@
  * reordered, nothing left in the source.  Descriptors are counted.
  *
  * Each path also says whether some fault site must fire on it (must_hit):
- * a path that makes a system call has a fault point on it.  Today memory
- * consumers (pp_read...) make none; when the kernel-resident buffers land
- * (read(2), tee(2), splice(2) on the private pipe), set must_hit for them.
+ * a path that makes a system call has a fault point on it.  With the
+ * bytes kernel-resident every consumer does: read(2), tee(2) or splice(2)
+ * on the private pipe.
  * KRES_FAULT_VERBOSE=1 prints which sites fire on which path;
  * KRES_FAULT_PATH="splice to tcp" runs one consumer path.
  */
@@ -286,20 +286,20 @@ struct cons_path {
 	const char *name;
 	cons_fn fn;
 	enum sink_kind sink;
-	bool must_hit;		/* set once the new consumer calls have fault points */
+	bool must_hit;		/* every path now makes a system call on the private pipe */
 };
 
 static const struct cons_path cons_paths[] = {
-	{ "pp_read", c_read, SK_NONE, false },
-	{ "pp_readv", c_readv, SK_NONE, false },
-	{ "vmsplice to memory", c_vmsplice, SK_NONE, false },
-	{ "lend", c_lend, SK_NONE, false },
+	{ "pp_read", c_read, SK_NONE, true },
+	{ "pp_readv", c_readv, SK_NONE, true },
+	{ "vmsplice to memory", c_vmsplice, SK_NONE, true },
+	{ "lend", c_lend, SK_NONE, true },
 	{ "splice to file", c_file, SK_FILE, true },
 	{ "splice to unix", c_sink, SK_UNIX, true },
 	{ "splice to tcp", c_sink, SK_TCP, true },
 	{ "splice to kpipe", c_sink, SK_KPIPE, true },
-	{ "splice to pagepipe", c_sink, SK_PAGEPIPE, false },
-	{ "tee", c_tee, SK_TEE, false },
+	{ "splice to pagepipe", c_sink, SK_PAGEPIPE, true },
+	{ "tee", c_tee, SK_TEE, true },
 };
 
 /* The pipe: a third from TCP, a third from a Unix socket, a third from a kernel pipe. */
