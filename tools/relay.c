@@ -77,8 +77,16 @@ static const char usage_relay[] =
 	"to the hard limit (as root, the hard limit to fs.nr_open first).\n"
 	"Log lines: pagepipe relay: TIME #ID CLIENT -> TARGET: EVENT\n";
 
-/* Per-direction pagepipe: a bare splice loop's 1 MiB kernel pipe. */
+/*
+ * Per-direction pagepipe: it starts at the default 64 KiB (16 slots, about
+ * 1 KB of ring) and grows to a bare splice loop's 1 MiB (256 slots, about
+ * 13 KB) the first time a read fills it, so that only a busy direction
+ * pays for the big ring.
+ */
+#define RELAY_STAGE_MIN	(64u << 10)
 #define RELAY_STAGE	(1u << 20)
+/* A connection this long without traffic gives its pagepipes back. */
+#define RELAY_RELEASE_MS	2000
 /* Splice rounds per direction per event, so that one flow cannot starve the rest. */
 #define RELAY_ROUNDS	8
 /* Connections accepted per listener event, for the same reason. */
@@ -101,6 +109,7 @@ struct end {
 /* One direction: end[src] -> pagepipe -> end[!src]. */
 struct dir {
 	struct pp_file *pipe[2];	/* made on first data */
+	size_t size;			/* the pagepipe's size */
 	size_t queued;			/* bytes in the pagepipe */
 	uint64_t bytes;			/* delivered to the destination */
 	bool eof;			/* the source ended */
@@ -113,6 +122,8 @@ struct conn {
 	struct end end[2];		/* 0: the client, 1: the target */
 	struct dir dir[2];		/* 0: client -> target, 1: target -> client */
 	struct conn *prev, *next;	/* by last activity, oldest first; the dead list */
+	struct conn *bprev, *bnext;	/* the same, of those holding pagepipes */
+	bool buffered;			/* on that second list */
 	uint64_t start_ms, last_ms;
 	unsigned long id;
 	enum conn_state state;
@@ -135,6 +146,7 @@ struct relay {
 	bool draining, listen_paused;
 	uint64_t resume_ms;		/* when a paused listener is watched again */
 	struct conn *oldest, *newest;	/* the idle-timeout list */
+	struct conn *boldest, *bnewest;	/* those holding pagepipes */
 	struct conn *dead;		/* closed in this batch, freed after it */
 	bool sigint;			/* SIGINT is handled (it was not ignored) */
 };
@@ -341,12 +353,64 @@ static void list_add(struct relay *r, struct conn *c)
 	r->newest = c;
 }
 
+static void blist_del(struct relay *r, struct conn *c)
+{
+	if (!c->buffered)
+		return;
+	if (c->bprev)
+		c->bprev->bnext = c->bnext;
+	else
+		r->boldest = c->bnext;
+	if (c->bnext)
+		c->bnext->bprev = c->bprev;
+	else
+		r->bnewest = c->bprev;
+	c->bprev = c->bnext = NULL;
+	c->buffered = false;
+}
+
+static void blist_add(struct relay *r, struct conn *c)
+{
+	c->bprev = r->bnewest;
+	c->bnext = NULL;
+	if (r->bnewest)
+		r->bnewest->bnext = c;
+	else
+		r->boldest = c;
+	r->bnewest = c;
+	c->buffered = true;
+}
+
+/* Bytes moved: the connection goes to the young end of both lists. */
 static void touch(struct relay *r, struct conn *c, uint64_t now)
 {
 	c->last_ms = now;
 	if (r->newest != c) {
 		list_del(r, c);
 		list_add(r, c);
+	}
+	if (r->bnewest != c) {
+		blist_del(r, c);
+		blist_add(r, c);
+	}
+}
+
+/* Close the pagepipes and library files of a connection; empty ones only. */
+static void conn_release(struct conn *c)
+{
+	for (int i = 0; i < 2; i++) {
+		struct dir *d = &c->dir[i];
+		struct end *e = &c->end[i];
+
+		if (d->pipe[0])
+			pp_close(d->pipe[0]);
+		if (d->pipe[1])
+			pp_close(d->pipe[1]);
+		d->pipe[0] = d->pipe[1] = NULL;
+		d->size = 0;
+		if (e->f)
+			pp_close(e->f);
+		e->f = NULL;
 	}
 }
 
@@ -364,21 +428,13 @@ static void conn_close(struct relay *r, struct conn *c, const char *why)
 		     (unsigned long long)c->dir[0].bytes, (unsigned long long)c->dir[1].bytes,
 		     s, why ? ", " : "", why ? why : "");
 	}
-	for (int i = 0; i < 2; i++) {
-		struct dir *d = &c->dir[i];
-		struct end *e = &c->end[i];
-
-		if (d->pipe[0])
-			pp_close(d->pipe[0]);
-		if (d->pipe[1])
-			pp_close(d->pipe[1]);
-		if (e->f)
-			pp_close(e->f);
-		/* Closing the descriptor takes it out of the epoll set too. */
-		if (e->fd >= 0)
-			close(e->fd);
-	}
+	conn_release(c);
+	/* Closing the descriptors takes them out of the epoll set too. */
+	for (int i = 0; i < 2; i++)
+		if (c->end[i].fd >= 0)
+			close(c->end[i].fd);
 	list_del(r, c);
+	blist_del(r, c);
 	c->state = CONN_DEAD;
 	c->next = r->dead;
 	r->dead = c;
@@ -388,7 +444,7 @@ static void conn_close(struct relay *r, struct conn *c, const char *why)
 }
 
 /* Pipes and library files on first data; an idle connection has neither. */
-static int conn_prepare(struct conn *c, struct dir *d)
+static int conn_prepare(struct relay *r, struct conn *c, struct dir *d)
 {
 	int err;
 
@@ -399,11 +455,28 @@ static int conn_prepare(struct conn *c, struct dir *d)
 			return -errno;
 	}
 	if (!d->pipe[0]) {
-		err = stage_pipe(d->pipe, RELAY_STAGE, O_NONBLOCK);
+		err = stage_pipe(d->pipe, RELAY_STAGE_MIN, O_NONBLOCK);
 		if (err)
 			return err;
+		d->size = RELAY_STAGE_MIN;
+		/* Even if no byte comes, they are given back in time. */
+		if (!c->buffered)
+			blist_add(r, c);
 	}
 	return 0;
+}
+
+/* A read filled the pagepipe: the direction is busy, give it the big one. */
+static void dir_grow(struct dir *d)
+{
+	ssize_t size;
+
+	if (d->size >= RELAY_STAGE)
+		return;
+	size = pp_pipe_set_size(d->pipe[1], RELAY_STAGE);
+	/* Refused (memory, the limit): the small one still works. */
+	if (size > 0)
+		d->size = (size_t)size;
 }
 
 /*
@@ -423,7 +496,7 @@ static int dir_run(struct relay *r, struct conn *c, int i, const char **what)
 
 	if (d->shut)
 		return 0;
-	err = conn_prepare(c, d);
+	err = conn_prepare(r, c, d);
 	if (err) {
 		*what = "pagepipe";
 		return err;
@@ -433,11 +506,15 @@ static int dir_run(struct relay *r, struct conn *c, int i, const char **what)
 		ssize_t n;
 
 		/* While bytes wait for the destination, reading only fills the pagepipe. */
-		if (!d->eof && d->queued < RELAY_STAGE) {
-			n = pp_splice(src->f, NULL, d->pipe[1], NULL, RELAY_STAGE - d->queued, fl);
+		if (!d->eof && d->queued < d->size) {
+			size_t room = d->size - d->queued;
+
+			n = pp_splice(src->f, NULL, d->pipe[1], NULL, room, fl);
 			if (n > 0) {
 				d->queued += (size_t)n;
 				moved = true;
+				if ((size_t)n == room)
+					dir_grow(d);
 			} else if (n == 0) {
 				d->eof = true;
 			} else if (errno != EAGAIN && errno != EINTR) {
@@ -712,6 +789,11 @@ static void stop_listening(struct relay *r)
 	r->listen_paused = false;
 }
 
+static const char *signame(int sig)
+{
+	return sig == SIGINT ? "SIGINT" : "SIGTERM";
+}
+
 /* The first signal starts the drain; a second ends the relay, by that signal. */
 static void on_signal(struct relay *r)
 {
@@ -723,7 +805,7 @@ static void on_signal(struct relay *r)
 
 		if (r->draining) {
 			/* The second signal: end at once, by that signal, as an unhandled one would. */
-			rlog(r, NULL, "%s again: exiting with %lu connections open", strsignal(sig),
+			rlog(r, NULL, "%s again: exiting with %lu connections open", signame(sig),
 			     atomic_load(&r->active));
 			progress_end_line();
 			signal(sig, SIG_DFL);
@@ -737,7 +819,7 @@ static void on_signal(struct relay *r)
 		stop_listening(r);
 		if (r->verbose || atomic_load(&r->active))
 			rlog(r, NULL, "%s: no longer accepting; draining %lu connections",
-			     strsignal(sig), atomic_load(&r->active));
+			     signame(sig), atomic_load(&r->active));
 	}
 }
 
@@ -751,6 +833,26 @@ static int expire(struct relay *r, uint64_t now)
 		if (due > now)
 			return due - now > INT32_MAX ? INT32_MAX : (int)(due - now);
 		conn_close(r, c, "idle timeout");
+	}
+	return -1;
+}
+
+/* Give back the pagepipes of connections quiet for RELAY_RELEASE_MS. */
+static int release_quiet(struct relay *r, uint64_t now)
+{
+	while (r->boldest) {
+		struct conn *c = r->boldest;
+		uint64_t due = c->last_ms + RELAY_RELEASE_MS;
+
+		if (due > now)
+			return (int)(due - now);
+		/*
+		 * Bytes still queued wait for a reader that does not read: keep
+		 * them; the next byte moved puts the connection back on the list.
+		 */
+		if (!c->dir[0].queued && !c->dir[1].queued)
+			conn_release(c);
+		blist_del(r, c);
 	}
 	return -1;
 }
@@ -786,6 +888,7 @@ static int event_loop(struct relay *r)
 
 		if (r->timeout_ms)
 			wait = expire(r, now);
+		wait = min_wait(wait, release_quiet(r, now));
 		free_dead(r);
 		if (r->draining && !atomic_load(&r->active))
 			break;
@@ -951,6 +1054,9 @@ int cmd_relay(int argc, char **argv)
 	r.max_conns = o.max_conns;
 	r.sfd = -1;
 	raise_nofile(&r);
+	/* Every big pagepipe is RELAY_STAGE: raise the library's limit once. */
+	if (pp_pipe_get_max_size() < RELAY_STAGE)
+		pp_pipe_set_max_size(RELAY_STAGE);
 	r.lfd = open_listener(argv[first], &la, la_len);
 	if (r.lfd < 0)
 		return EXIT_FAIL;
