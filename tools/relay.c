@@ -80,8 +80,8 @@ static const char usage_relay[] =
 /*
  * Per-direction pagepipe: it starts at the default 64 KiB (16 slots, about
  * 1 KB of ring) and grows to a bare splice loop's 1 MiB (256 slots, about
- * 13 KB) the first time a read fills it, so that only a busy direction
- * pays for the big ring.
+ * 13 KB) once a read brings half the small one, so that only a busy
+ * direction pays for the big ring.
  */
 #define RELAY_STAGE_MIN	(64u << 10)
 #define RELAY_STAGE	(1u << 20)
@@ -466,7 +466,7 @@ static int conn_prepare(struct relay *r, struct conn *c, struct dir *d)
 	return 0;
 }
 
-/* A read filled the pagepipe: the direction is busy, give it the big one. */
+/* The direction is busy: from the small pagepipe to the big one, once. */
 static void dir_grow(struct dir *d)
 {
 	ssize_t size;
@@ -513,7 +513,12 @@ static int dir_run(struct relay *r, struct conn *c, int i, const char **what)
 			if (n > 0) {
 				d->queued += (size_t)n;
 				moved = true;
-				if ((size_t)n == room)
+				/*
+				 * A read that filled the pagepipe, or half of the
+				 * small one (its 16 slots may fill first), is a bulk
+				 * flow: give it the big one.
+				 */
+				if ((size_t)n == room || (size_t)n >= RELAY_STAGE_MIN / 2)
 					dir_grow(d);
 			} else if (n == 0) {
 				d->eof = true;
@@ -637,7 +642,7 @@ static void conn_event(struct relay *r, struct end *e, uint32_t ev)
 static void conn_start(struct relay *r, int fd, const struct sockaddr_storage *ss, socklen_t sl)
 {
 	struct conn *c;
-	int one = 1, s;
+	int one = 1, s, err;
 
 	c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -682,8 +687,9 @@ static void conn_start(struct relay *r, int fd, const struct sockaddr_storage *s
 		return;
 	}
 	/* The client waits, unread, until the target answers. */
-	if (watch(r, &c->end[1], EPOLLOUT))
-		connect_failed(r, c, errno);
+	err = watch(r, &c->end[1], EPOLLOUT);
+	if (err)
+		connect_failed(r, c, -err);
 }
 
 /* ------------------------------------------------------------------------
