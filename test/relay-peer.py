@@ -236,6 +236,61 @@ def client_idle(port, n, ctl):
     print("ok" if not bad else "bad: %d held connections no longer echo" % bad, flush=True)
 
 
+def client_fdlimit(port, n):
+    # More connections than the relay has descriptors for: some are served,
+    # the others wait or are closed; once all end, a new one is served.
+    n = int(n)
+    conns = [connect(port) for _ in range(n)]
+    for c in conns:
+        try:
+            c.sendall(b"x")
+        except OSError:
+            pass
+    served = 0
+    for c in conns:
+        c.settimeout(3)
+        try:
+            if c.recv(1) == b"x":
+                served += 1
+        except OSError:
+            pass
+    for c in conns:
+        c.close()
+    for attempt in range(200):
+        try:
+            c = connect(port)
+            if echo_once(c):
+                print("served %d of %d" % (served, n))
+                print("ok")
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    print("bad: no connection served after the shortage (%d of %d had been)" % (served, n))
+
+
+def client_backpressure(port, limit_mb):
+    # Send into a target that does not read: the relay must stop reading
+    # too, so the sender blocks after the socket buffers and one pagepipe.
+    c = connect(port)
+    c.setblocking(False)
+    buf = b"b" * 65536
+    sent = 0
+    limit = int(limit_mb) << 20
+    sel = selectors.DefaultSelector()
+    sel.register(c, selectors.EVENT_WRITE)
+    while sent < limit:
+        if not sel.select(timeout=3):
+            break           # no room for 3 s: the relay stopped reading
+        try:
+            sent += c.send(buf)
+        except BlockingIOError:
+            pass
+    print("sent %d bytes before blocking" % sent, flush=True)
+    print("ok" if sent < limit else "bad: %d bytes taken with the target not reading" % sent)
+    c.close()
+
+
 def client_echo(port, data):
     c = connect(port)
     ok = echo_once(c, data.encode())
@@ -255,4 +310,6 @@ mode, args = sys.argv[1], sys.argv[2:]
     "hold": client_hold,
     "idle": client_idle,
     "say": client_echo,
+    "fdlimit": client_fdlimit,
+    "backpressure": client_backpressure,
 }[mode](*args)

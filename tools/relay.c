@@ -143,7 +143,9 @@ struct relay {
 	char extra[64];
 
 	int epfd, lfd, sfd;
+	int spare;			/* the next connection's socket to the target */
 	bool draining, listen_paused;
+	bool short_logged;		/* the shortage of descriptors was reported */
 	uint64_t resume_ms;		/* when a paused listener is watched again */
 	struct conn *oldest, *newest;	/* the idle-timeout list */
 	struct conn *boldest, *bnewest;	/* those holding pagepipes */
@@ -644,6 +646,7 @@ static void conn_start(struct relay *r, int fd, const struct sockaddr_storage *s
 	struct conn *c;
 	int one = 1, s, err;
 
+	/* accept_some() made the socket to the target first. */
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		close(fd);
@@ -672,11 +675,8 @@ static void conn_start(struct relay *r, int fd, const struct sockaddr_storage *s
 		rlog(r, c, "open");
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 
-	s = socket(r->target.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (s < 0) {
-		connect_failed(r, c, errno);
-		return;
-	}
+	s = r->spare;
+	r->spare = -1;
 	c->end[1].fd = s;
 	if (connect(s, (struct sockaddr *)&r->target, r->target_len) == 0) {
 		conn_connected(r, c);
@@ -746,15 +746,58 @@ static int listen_watch(struct relay *r, bool on)
 	return 0;
 }
 
-/* Accept a batch; returns -errno only for what ends the relay. */
+/*
+ * Rest the listener (level-triggered, it would spin) until a connection
+ * closes, or ACCEPT_PAUSE_MS pass.
+ */
+static void pause_accept(struct relay *r, int err)
+{
+	if (r->lfd < 0 || r->listen_paused)
+		return;
+	/* Once a shortage: the listener comes back each second to look again. */
+	if (!r->short_logged)
+		rlog(r, NULL, "%s (%lu connections open): accepting again when one closes",
+		     strerror(err), atomic_load(&r->active));
+	r->short_logged = true;
+	r->resume_ms = now_ms() + ACCEPT_PAUSE_MS;
+	/* Refused: the listener stays watched, and the loop retries at once. */
+	if (listen_watch(r, false) < 0)
+		r->listen_paused = false;
+}
+
+/* Out of descriptors or memory: a client would be accepted only to be closed. */
+static bool is_shortage(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
+/*
+ * Accept a batch; returns -errno only for what ends the relay.  The socket
+ * to the target is made before the client is accepted, so that a relay
+ * short of descriptors leaves clients waiting in the backlog rather than
+ * accepting them only to close them.
+ */
 static int accept_some(struct relay *r)
 {
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
-		int fd = accept4(r->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd;
+
+		if (r->spare < 0) {
+			r->spare = socket(r->target.ss_family,
+					  SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+			if (r->spare < 0) {
+				if (!is_shortage(errno))
+					return -errno;
+				pause_accept(r, errno);
+				return 0;
+			}
+		}
+		fd = accept4(r->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd >= 0) {
+			r->short_logged = false;
 			conn_start(r, fd, &ss, sl);
 			continue;
 		}
@@ -766,21 +809,12 @@ static int accept_some(struct relay *r)
 		case EPROTO:
 		case EPERM:
 			continue;
-		case EMFILE:
-		case ENFILE:
-		case ENOBUFS:
-		case ENOMEM:
-			/*
-			 * Out of descriptors: the pending client stays in the
-			 * backlog.  Rest the listener (level-triggered, it would
-			 * spin) until a connection closes, or a second passes.
-			 */
-			rlog(r, NULL, "accept: %s (%lu connections open); pausing accept",
-			     strerror(errno), atomic_load(&r->active));
-			r->resume_ms = now_ms() + ACCEPT_PAUSE_MS;
-			return listen_watch(r, false);
 		default:
-			return -errno;
+			if (!is_shortage(errno))
+				return -errno;
+			/* The pending client stays in the backlog. */
+			pause_accept(r, errno);
+			return 0;
 		}
 	}
 	return 0;
@@ -1059,6 +1093,7 @@ int cmd_relay(int argc, char **argv)
 	r.timeout_ms = o.timeout_ms;
 	r.max_conns = o.max_conns;
 	r.sfd = -1;
+	r.spare = -1;
 	raise_nofile(&r);
 	/* Every big pagepipe is RELAY_STAGE: raise the library's limit once. */
 	if (pp_pipe_get_max_size() < RELAY_STAGE)
@@ -1081,6 +1116,8 @@ int cmd_relay(int argc, char **argv)
 	if (r.pg.on)
 		progress_tick(&r.pg, true);
 	stop_listening(&r);
+	if (r.spare >= 0)
+		close(r.spare);
 	close(r.sfd);
 	close(r.epfd);
 	return status;
