@@ -77,6 +77,23 @@ def serve_hash():
         threading.Thread(target=one, args=(c,), daemon=True).start()
 
 
+def serve_stall(ctl):
+    # Accept one connection and read nothing until the file ctl exists;
+    # then read to EOF and print the count.
+    ls = listener()
+    c, _ = ls.accept()
+    while not os.path.exists(ctl):
+        time.sleep(0.1)
+    n = 0
+    while True:
+        b = c.recv(1 << 20)
+        if not b:
+            break
+        n += len(b)
+    print(n, flush=True)
+    c.close()
+
+
 def connect(port, timeout=30):
     return socket.create_connection(("127.0.0.1", int(port)), timeout=timeout)
 
@@ -304,6 +321,7 @@ mode, args = sys.argv[1], sys.argv[2:]
 {
     "echo": serve_echo,
     "hash": serve_hash,
+    "stall": serve_stall,
     "timeout": client_timeout,
     "limit": client_limit,
     "inflight": client_inflight,
