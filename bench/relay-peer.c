@@ -40,6 +40,7 @@
 #include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -250,7 +251,11 @@ static int idle(int conns)
 
 	raise_nofile();
 	for (int i = 0; i < conns; i++) {
+		struct timeval tv = { .tv_sec = 20 };
+
 		s[i] = connect_to();
+		/* A relay that cannot take this one must fail the run, not hang it. */
+		setsockopt(s[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 		if (write(s[i], "x", 1) != 1 || read(s[i], &c, 1) != 1) {
 			fprintf(stderr, "relay-peer: connection %d of %d not echoed\n", i + 1, conns);
 			return 1;

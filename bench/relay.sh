@@ -30,8 +30,12 @@
 # every relay, then run 2...), and both over the bare splice loop's.
 #
 # Knobs: PP_BENCH_MB (default 1024, 256 with PP_BENCH_QUICK=1),
-# PP_BENCH_RUNS, PP_BENCH_IDLE (default 10000, 1000 quick), PP_BENCH_DIR
-# (/tmp: the data file pagepipe-bench-<N>M.dat, shared with cli.sh).
+# PP_BENCH_RUNS, PP_BENCH_IDLE (default 10000, 1000 quick; at most what
+# the open files hard limit lets the relay hold, two descriptors a
+# connection), PP_BENCH_DIR (/tmp: the data file pagepipe-bench-<N>M.dat,
+# shared with cli.sh), PP_BENCH_RELAY_CASES (default "oneway twoway many
+# idle": which sections), PP_BENCH_SOCAT=0 (leave socat out: its idle case
+# forks a process per connection).
 #
 # It prints numbers and never judges them: the exit status is non-zero
 # only when it could not set up.  socat missing: its rows are skipped.
@@ -62,7 +66,12 @@ BYTES=$((MB * 1024 * 1024))
 DIR=${PP_BENCH_DIR:-/tmp}
 DATA=$DIR/pagepipe-bench-${MB}M.dat
 HZ=$(getconf CLK_TCK)
-have() { command -v "$1" >/dev/null 2>&1; }
+CASES=${PP_BENCH_RELAY_CASES:-oneway twoway many idle}
+have() {
+	[ "$1" = socat ] && [ "${PP_BENCH_SOCAT:-1}" = 0 ] && return 1
+	command -v "$1" >/dev/null 2>&1
+}
+want() { [[ " $CASES " == *" $1 "* ]]; }
 
 TMP=
 BG=()
@@ -288,10 +297,19 @@ echo "$MB MiB, sendfile sender, discarding receiver; medians of $RUNS interleave
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min) on $(nproc) CPUs"
 have socat || echo "socat not installed: its rows are skipped (apt-get install -y socat)"
 
-section "one-way, 1 connection, $MB MiB" 1 "$BYTES" 0
-section "two-way, 1 connection, $MB MiB each way at once" 1 "$BYTES" "$BYTES"
-section "one-way, 100 connections at once, $((BYTES / 100)) bytes each" 100 $((BYTES / 100)) 0
+want oneway && section "one-way, 1 connection, $MB MiB" 1 "$BYTES" 0
+want twoway && section "two-way, 1 connection, $MB MiB each way at once" 1 "$BYTES" "$BYTES"
+want many && section "one-way, 100 connections at once, $((BYTES / 100)) bytes each" 100 $((BYTES / 100)) 0
+want idle || exit 0
 
+# The relay holds two descriptors a connection and cannot go past the hard
+# limit (raising it needs CAP_SYS_RESOURCE); the peers hold one each.
+hard=$(ulimit -Hn)
+if [ "$hard" != unlimited ] && [ "$IDLE" -gt $(((hard - 64) / 2)) ]; then
+	echo
+	echo "(the open files hard limit is $hard: $(((hard - 64) / 2)) idle connections, not $IDLE)"
+	IDLE=$(((hard - 64) / 2))
+fi
 echo
 echo "-- $IDLE idle connections (each echoed one byte, then quiet); memory in MiB"
 printf '%-38s %10s %10s %10s %10s %7s %10s\n' "relay" "RSS before" "RSS" "PSS" "RSS +3 s" "procs" "KiB/conn"
