@@ -227,7 +227,7 @@ section() {
 	printf '%-38s %9s %12s %10s %10s\n' "relay" "MB/s" "CPU ms/GiB" "MB/s / bare" "CPU / bare"
 	for r in "${ROWS[@]}"; do
 		if [[ $r == socat* ]] && ! have socat; then
-			printf '%-38s %9s   %s\n' "${LABEL[$r]}" skipped "(socat not installed: apt-get install -y socat)"
+			printf '%-38s %9s   %s\n' "${LABEL[$r]}" skipped "(socat not installed, or PP_BENCH_SOCAT=0)"
 			continue
 		fi
 		note=
@@ -295,7 +295,11 @@ echo
 echo "== relay.sh: pagepipe relay against a bare splice loop and socat, 127.0.0.1 =="
 echo "$MB MiB, sendfile sender, discarding receiver; medians of $RUNS interleaved runs; relay CPU = utime + stime (+ reaped children for socat)"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min) on $(nproc) CPUs"
-have socat || echo "socat not installed: its rows are skipped (apt-get install -y socat)"
+if [ "${PP_BENCH_SOCAT:-1}" = 0 ]; then
+	echo "socat left out (PP_BENCH_SOCAT=0)"
+elif ! have socat; then
+	echo "socat not installed: its rows are skipped (apt-get install -y socat)"
+fi
 
 want oneway && section "one-way, 1 connection, $MB MiB" 1 "$BYTES" 0
 want twoway && section "two-way, 1 connection, $MB MiB each way at once" 1 "$BYTES" "$BYTES"
@@ -326,7 +330,7 @@ if bg hold "$PEER" hold; then
 			stop "$pid"
 		fi
 	else
-		printf '%-38s %s\n' "socat fork per connection" "skipped (socat not installed)"
+		printf '%-38s %s\n' "socat fork per connection" "skipped (socat not installed or left out)"
 	fi
 	stop "$HOLD"
 fi

@@ -38,6 +38,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -46,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -87,6 +89,10 @@ static const char usage_relay[] =
 #define RELAY_STAGE	(1u << 20)
 /* A connection this long without traffic gives its pagepipes back. */
 #define RELAY_RELEASE_MS	2000
+/* Releases that make it worth giving memory back to the system. */
+#define RELAY_TRIM_AFTER	256
+/* struct conn comes in slabs of this many, outside malloc's heap. */
+#define CONN_SLAB	512
 /* Splice rounds per direction per event, so that one flow cannot starve the rest. */
 #define RELAY_ROUNDS	8
 /* Connections accepted per listener event, for the same reason. */
@@ -149,7 +155,9 @@ struct relay {
 	uint64_t resume_ms;		/* when a paused listener is watched again */
 	struct conn *oldest, *newest;	/* the idle-timeout list */
 	struct conn *boldest, *bnewest;	/* those holding pagepipes */
+	unsigned long released;		/* pagepipe pairs given back since the last trim */
 	struct conn *dead;		/* closed in this batch, freed after it */
+	struct conn *free_conns;	/* from the slabs, for the next accepts */
 	bool sigint;			/* SIGINT is handled (it was not ignored) */
 };
 
@@ -418,7 +426,33 @@ static void conn_release(struct conn *c)
 
 /* ------------------------------------------------------------------------
  * Connections.
+ *
+ * A struct conn lives as long as its connection, a pagepipe only while
+ * bytes flow.  From malloc's heap, each long-lived struct would pin the
+ * page it shares with pagepipes since freed, and the relay's resident set
+ * would stay at its peak: so they come from slabs of their own, mapped as
+ * needed and kept for the next connections.
  */
+static struct conn *conn_alloc(struct relay *r)
+{
+	struct conn *c;
+
+	if (!r->free_conns) {
+		struct conn *slab = mmap(NULL, CONN_SLAB * sizeof(*slab), PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (slab == MAP_FAILED)
+			return NULL;
+		for (int i = CONN_SLAB - 1; i >= 0; i--) {
+			slab[i].next = r->free_conns;
+			r->free_conns = &slab[i];
+		}
+	}
+	c = r->free_conns;
+	r->free_conns = c->next;
+	memset(c, 0, sizeof(*c));
+	return c;
+}
 static void conn_close(struct relay *r, struct conn *c, const char *why)
 {
 	if (c->state == CONN_DEAD)
@@ -647,7 +681,7 @@ static void conn_start(struct relay *r, int fd, const struct sockaddr_storage *s
 	int one = 1, s, err;
 
 	/* accept_some() made the socket to the target first. */
-	c = calloc(1, sizeof(*c));
+	c = conn_alloc(r);
 	if (!c) {
 		close(fd);
 		return;
@@ -659,7 +693,8 @@ static void conn_start(struct relay *r, int fd, const struct sockaddr_storage *s
 			rlog(r, c, "refused: %lu connections open (--max-conns)",
 			     atomic_load(&r->active));
 		close(fd);
-		free(c);
+		c->next = r->free_conns;
+		r->free_conns = c;
 		return;
 	}
 	for (int i = 0; i < 2; i++) {
@@ -877,22 +912,38 @@ static int expire(struct relay *r, uint64_t now)
 	return -1;
 }
 
-/* Give back the pagepipes of connections quiet for RELAY_RELEASE_MS. */
+/*
+ * Give back the pagepipes of connections quiet for RELAY_RELEASE_MS.  What
+ * they held goes back to malloc, which keeps it; after a sweep that freed
+ * many, hand the free pages back to the system too, so that a relay's
+ * resident set falls again after a burst of connections.
+ */
 static int release_quiet(struct relay *r, uint64_t now)
 {
 	while (r->boldest) {
 		struct conn *c = r->boldest;
 		uint64_t due = c->last_ms + RELAY_RELEASE_MS;
 
-		if (due > now)
+		if (due > now) {
+			if (r->released >= RELAY_TRIM_AFTER) {
+				malloc_trim(0);
+				r->released = 0;
+			}
 			return (int)(due - now);
+		}
 		/*
 		 * Bytes still queued wait for a reader that does not read: keep
 		 * them; the next byte moved puts the connection back on the list.
 		 */
-		if (!c->dir[0].queued && !c->dir[1].queued)
+		if (!c->dir[0].queued && !c->dir[1].queued) {
 			conn_release(c);
+			r->released++;
+		}
 		blist_del(r, c);
+	}
+	if (r->released >= RELAY_TRIM_AFTER) {
+		malloc_trim(0);
+		r->released = 0;
 	}
 	return -1;
 }
@@ -903,7 +954,8 @@ static void free_dead(struct relay *r)
 		struct conn *c = r->dead;
 
 		r->dead = c->next;
-		free(c);
+		c->next = r->free_conns;
+		r->free_conns = c;
 	}
 }
 
