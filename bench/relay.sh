@@ -16,7 +16,8 @@
 #
 #   bare splice loop  $B/bench/splice-relay: socket -> kernel pipe (1 MiB)
 #                     -> socket, a blocking thread per direction, no library
-#   socat -b 1048576  socat TCP-LISTEN:L,fork,reuseaddr TCP:T with 1 MiB reads
+#   socat -b 1048576  socat TCP-LISTEN:L,fork,reuseaddr,backlog=4096 TCP:T
+#                     with 1 MiB reads
 #   socat             the same with socat's default 8 KiB buffer
 #   pagepipe relay    $B/pagepipe relay L T
 #
@@ -139,7 +140,10 @@ bg_socat() {
 	local name=$1 lport i
 	shift
 	lport=$(free_port)
-	socat "$@" "TCP-LISTEN:$lport,fork,reuseaddr" "TCP:127.0.0.1:$SPORT" >"$TMP/$name.out" 2>"$TMP/$name.err" &
+	# socat's listen backlog is 5 unless told: 100 connects at once would
+	# overflow it and lose connections.  The other relays listen with 4096.
+	socat "$@" "TCP-LISTEN:$lport,fork,reuseaddr,backlog=4096" "TCP:127.0.0.1:$SPORT" \
+		>"$TMP/$name.out" 2>"$TMP/$name.err" &
 	pid=$!
 	BG+=("$pid")
 	port=$lport
