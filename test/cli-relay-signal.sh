@@ -4,7 +4,8 @@
 # relay stops accepting (a new client is refused), lets the transfer end
 # byte-exact (SHA-256 at the server), then exits 0 by itself.  A second
 # SIGTERM ends a draining relay at once, by the signal (status 143), and
-# its clients see their connections end.
+# its clients see their connections end.  SIGINT does the same, unless
+# it was ignored when the relay started.
 set -u
 B=${B:-build}
 PP="$B/pagepipe"
@@ -110,6 +111,26 @@ else
 fi
 wait "$hpid"
 [ "$(tail -n 1 "$T/hold.out")" = closed ] || fail "the held client: $(cat "$T/hold.out")"
+
+# 3. SIGINT drains as SIGTERM does, unless it came in ignored (as it does
+# for this script's background jobs): then the relay leaves it ignored.
+start relay3 python3 -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])' "$PP" relay -v 127.0.0.1:0 "127.0.0.1:$eport"
+rpid=${pids[-1]}
+kill -INT "$rpid"
+if exit_within "$rpid" 20; then
+	[ "$status" -eq 0 ] || fail "SIGINT with no connection: status $status, not 0"
+	grep -q 'SIGINT: no longer accepting; draining 0 connections$' "$T/relay3.err" ||
+		fail "no SIGINT log line: $(cat "$T/relay3.err")"
+else
+	fail "SIGINT did not end an idle relay"
+fi
+start relay4 "$PP" relay 127.0.0.1:0 "127.0.0.1:$eport"; rport=$port; rpid=${pids[-1]}
+kill -INT "$rpid"
+r=$(timeout 30 python3 "$PEER" say "$rport" after-sigint)
+[ "$r" = ok ] || fail "a relay started with SIGINT ignored, after SIGINT: $r"
+kill -0 "$rpid" 2>/dev/null || fail "a relay started with SIGINT ignored died of it"
 
 if [ $fails -gt 0 ]; then
 	echo "$fails failures"

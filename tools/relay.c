@@ -1150,12 +1150,18 @@ int cmd_relay(int argc, char **argv)
 	/* Every big pagepipe is RELAY_STAGE: raise the library's limit once. */
 	if (pp_pipe_get_max_size() < RELAY_STAGE)
 		pp_pipe_set_max_size(RELAY_STAGE);
+	/* Signals first: one sent once the port is printed must find them handled. */
+	r.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (r.epfd < 0 || (err = setup_signals(&r)) < 0) {
+		warn_err(r.epfd < 0 ? errno : -err, "signals");
+		return EXIT_FAIL;
+	}
 	r.lfd = open_listener(argv[first], &la, la_len);
 	if (r.lfd < 0)
 		return EXIT_FAIL;
-	r.epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (r.epfd < 0 || (err = setup_signals(&r)) < 0 || (err = listen_watch(&r, true)) < 0) {
-		warn_err(r.epfd < 0 ? errno : -err, "epoll");
+	err = listen_watch(&r, true);
+	if (err < 0) {
+		warn_err(-err, "epoll");
 		return EXIT_FAIL;
 	}
 	if (r.verbose)
