@@ -1164,8 +1164,16 @@ int cmd_relay(int argc, char **argv)
 		warn_err(-err, "epoll");
 		return EXIT_FAIL;
 	}
-	if (r.verbose)
-		rlog(&r, NULL, "listening on %s, relaying to %s", argv[first], r.target_addr);
+	if (r.verbose) {
+		struct sockaddr_storage bound;
+		socklen_t bl = sizeof(bound);
+		char name[56] = "?";
+
+		/* The address bound, with the port the kernel chose for port 0. */
+		if (getsockname(r.lfd, (struct sockaddr *)&bound, &bl) == 0)
+			format_addr((struct sockaddr *)&bound, bl, name, sizeof(name));
+		rlog(&r, NULL, "listening on %s, relaying to %s", name, r.target_addr);
+	}
 
 	progress_init(&r.pg, o.progress);
 	r.pg.extra = relay_extra;
