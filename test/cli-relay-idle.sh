@@ -4,7 +4,8 @@
 # cost little: the relay's RSS grows by less than 50 MB (two threads and
 # about 100 KB a connection before the event loop: 100 MB), it runs on at
 # most 8 threads, all 1000 still echo after being held, and the relay logs
-# the close of each.  Figures from /proc/PID/status.
+# the close of each and keeps no descriptor of them.  Figures from
+# /proc/PID/status.
 set -u
 B=${B:-build}
 PP="$B/pagepipe"
@@ -52,6 +53,7 @@ field() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
 start echo python3 "$PEER" echo; eport=$port
 start relay "$PP" relay -v 127.0.0.1:0 "127.0.0.1:$eport"; rport=$port; rpid=${pids[-1]}
 rss0=$(field "$rpid" VmRSS)
+fds0=$(ls /proc/"$rpid"/fd | wc -l)
 
 mkfifo "$T/ctl"
 python3 "$PEER" idle "$rport" $N "$T/ctl" > "$T/idle.out" 2>&1 &
@@ -90,6 +92,9 @@ done
 n=$(grep -c ': closed, ' "$T/relay.err")
 [ "$n" -eq $N ] || fail "$n connections logged as closed, not $N"
 kill -0 "$rpid" 2>/dev/null || fail "the relay died: $(tail -n 5 "$T/relay.err")"
+# No descriptor is left behind (one more: the socket made for the next client).
+fds=$(ls /proc/"$rpid"/fd | wc -l)
+[ "$fds" -le $((fds0 + 1)) ] || fail "$fds descriptors after all closed, $fds0 at the start"
 
 if [ $fails -gt 0 ]; then
 	echo "$fails failures"

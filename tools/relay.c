@@ -16,7 +16,8 @@
  * says EAGAIN the source is no longer watched, and the destination's
  * EPOLLOUT drives both the drain and the next read.  So a slow reader
  * holds at most one pagepipe of bytes per direction, and the sender is
- * slowed by TCP itself.
+ * slowed by TCP itself.  A pagepipe starts at 64 KiB, grows to 1 MiB for
+ * a bulk flow, and goes back after two seconds without traffic.
  *
  * Shutdown rules, as a TCP proxy must keep them: end of file on one side
  * is passed on as shutdown(SHUT_WR) to the other once the pagepipe has
@@ -27,7 +28,9 @@
  * Service behaviour: -T closes a connection that moved no byte either way
  * for that long (socat -T); --max-conns accepts and closes at once what
  * comes beyond the limit, so a client sees an end of file rather than a
- * connection that hangs in the backlog; SIGTERM or SIGINT stops accepting
+ * connection that hangs in the backlog (but a relay out of descriptors
+ * leaves clients there: the socket to the target is made before the
+ * accept); SIGTERM or SIGINT stops accepting
  * and waits for the open connections to end, a second one ends the relay
  * at once.  Signals arrive through a signalfd, so nothing runs in a signal
  * handler and the loop needs no locks.
