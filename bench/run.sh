@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# run.sh - run every benchmark in $B/bench/ in turn, then bench/cli.sh when
-# it and the CLI ($B/pagepipe) both exist.  `make bench` calls this.
+# run.sh - run every benchmark in $B/bench/ in turn, then bench/cli.sh and
+# bench/relay.sh when they and the CLI ($B/pagepipe) exist.  `make bench`
+# calls this.
 #
 # Benchmarks print numbers and never judge them; the exit status is non-zero
 # only when a benchmark could not run at all (it crashed or failed to set
@@ -45,6 +46,8 @@ failed=0
 shopt -s nullglob
 for bin in "$B"/bench/*; do
 	[ -f "$bin" ] && [ -x "$bin" ] || continue
+	# Helpers that bench/relay.sh runs, not benchmarks.
+	case $(basename "$bin") in relay-peer | splice-relay) continue ;; esac
 	start=$SECONDS
 	"$bin"
 	rc=$?
@@ -64,6 +67,18 @@ if [ -x "$B/pagepipe" ] && [ -f bench/cli.sh ]; then
 	echo "[cli.sh: $((SECONDS - start)) s]"
 	if [ $rc -ne 0 ]; then
 		echo "cli.sh: exited with status $rc" >&2
+		failed=1
+	fi
+fi
+
+if [ -x "$B/pagepipe" ] && [ -f bench/relay.sh ]; then
+	start=$SECONDS
+	B=$B bash bench/relay.sh
+	rc=$?
+	echo
+	echo "[relay.sh: $((SECONDS - start)) s]"
+	if [ $rc -ne 0 ]; then
+		echo "relay.sh: exited with status $rc" >&2
 		failed=1
 	fi
 fi

@@ -3,7 +3,7 @@
 # Description: pagepipe relay with real clients and servers on 127.0.0.1:
 # curl against python3 -m http.server, socat, large transfers both ways
 # with a half-close in between, peers that close early (client and
-# server), and 100 connections open at once.
+# server), 100 connections open at once, and a target that stops reading.
 set -u
 B=${B:-build}
 PP="$B/pagepipe"
@@ -248,6 +248,23 @@ done
 # The connections the early clients left must all be closed: no threads left over.
 th=$(ls /proc/"$frpid"/task 2>/dev/null | wc -l)
 [ "$th" -le 2 ] || fail "the flood relay still has $th threads after its clients left"
+
+# Backpressure: a target that reads nothing.  The relay stops reading too,
+# so the client blocks after the socket buffers and one pagepipe (some
+# 20 MB), and the relay's memory stays small; then the target reads it all.
+PEER=$(dirname "$0")/relay-peer.py
+start stall python3 "$PEER" stall "$T/go"; stport=$port
+relay_to "$stport"; strport=$port; strpid=${pids[-1]}
+r=$(timeout 60 python3 "$PEER" backpressure "$strport" 256)
+sent=$(echo "$r" | sed -n 's/^sent \([0-9]*\) bytes.*/\1/p')
+[ "$(echo "$r" | tail -n 1)" = ok ] || fail "a target that does not read: $r"
+rss=$(awk '$1 == "VmRSS:" { print $2 }' /proc/"$strpid"/status)
+grep -q __tsan_init "$PP" || [ "${rss:-0}" -lt 65536 ] || fail "relay RSS $rss kB with a target that does not read"
+echo "backpressure: $sent bytes sent before the client blocked, relay VmRSS $rss kB"
+touch "$T/go"
+for _ in $(seq 1 300); do [ "$(sed -n 2p "$T/stall.out")" ] && break; sleep 0.1; done
+got=$(sed -n 2p "$T/stall.out")
+[ -n "$sent" ] && [ "$got" = "$sent" ] || fail "the target read '$got' bytes of the $sent sent"
 
 # A target nobody listens on: the client is closed, the relay says why, and goes on.
 relay_to 1; dport=$port

@@ -292,6 +292,37 @@ int parse_opts(int argc, char **argv, const char *shortopts,
 			if (o->output_error < 0)
 				return -1;
 			break;
+		case 'T': {
+			/* Seconds, as socat -T: a decimal number above 0. */
+			char *end;
+			double t;
+
+			errno = 0;
+			t = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(t > 0) || t > 1e9 ||
+			    (uint64_t)(t * 1000) == 0) {
+				warnx("invalid timeout: '%s' (seconds, above 0)", optarg);
+				try_help();
+				return -1;
+			}
+			o->timeout_ms = (uint64_t)(t * 1000);
+			break;
+		}
+		case OPT_MAX_CONNS: {
+			char *end;
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (!isdigit((unsigned char)*optarg) || errno || *end || !v) {
+				warnx("invalid connection limit: '%s' (a whole number above 0)",
+				      optarg);
+				try_help();
+				return -1;
+			}
+			o->max_conns = v;
+			break;
+		}
 		case 'u':
 			/* cat -u: POSIX's unbuffered output, which every write here is. */
 			break;

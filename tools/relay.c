@@ -2,30 +2,57 @@
 /*
  * relay.c - pagepipe relay LISTEN TARGET: a TCP relay through pagepipes.
  *
- * Each accepted connection gets two threads, one per direction, and each
- * direction its own transfer (struct xfer): socket to pagepipe to socket by
- * pp_splice, with read and write as the fallback.  Blocking threads rather
- * than a poll loop, because the blocking calls are what the library's
- * splice is built for, and a hundred connections are two hundred small
- * threads.
+ * One thread and one epoll instance serve every connection.  A relay is a
+ * service people leave running, so an idle connection must cost next to
+ * nothing: two non-blocking sockets and a struct conn, no thread and no
+ * buffer.  Each direction gets its pagepipe (and each socket its pp_fdopen
+ * file) on its first readable event, and bytes go socket -> pagepipe ->
+ * socket by pp_splice with SPLICE_F_NONBLOCK.  Whatever the library does
+ * underneath (copies into pages, or leaves the bytes in the kernel), the
+ * loop only counts what each splice moved.
+ *
+ * Backpressure: a direction reads its source only while its pagepipe is
+ * empty, or opportunistically while it has room; once the destination
+ * says EAGAIN the source is no longer watched, and the destination's
+ * EPOLLOUT drives both the drain and the next read.  So a slow reader
+ * holds at most one pagepipe of bytes per direction, and the sender is
+ * slowed by TCP itself.  A pagepipe starts at 64 KiB, grows to 1 MiB for
+ * a bulk flow, and goes back after two seconds without traffic.
  *
  * Shutdown rules, as a TCP proxy must keep them: end of file on one side
- * is passed on as shutdown(SHUT_WR) to the other, and the other direction
- * goes on until it ends too; an error in either direction (a reset, a
- * write to a peer that went away) ends the whole connection at once, by
- * shutting both sockets down, which wakes the other direction's thread.
+ * is passed on as shutdown(SHUT_WR) to the other once the pagepipe has
+ * drained, and the other direction goes on until it ends too; an error in
+ * either direction (a reset, a write to a peer that went away) closes the
+ * whole connection at once.
+ *
+ * Service behaviour: -T closes a connection that moved no byte either way
+ * for that long (socat -T); --max-conns accepts and closes at once what
+ * comes beyond the limit, so a client sees an end of file rather than a
+ * connection that hangs in the backlog (but a relay out of descriptors
+ * leaves clients there: the socket to the target is made before the
+ * accept); SIGTERM or SIGINT stops accepting
+ * and waits for the open connections to end, a second one ends the relay
+ * at once.  Signals arrive through a signalfd, so nothing runs in a signal
+ * handler and the loop needs no locks.
  */
 #include "tool.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -33,43 +60,161 @@ static const char usage_relay[] =
 	"Usage: pagepipe relay [OPTION]... LISTEN TARGET\n"
 	"Accept TCP connections on LISTEN and relay each, both ways, to TARGET,\n"
 	"through pagepipes with splice.  LISTEN and TARGET are HOST:PORT (IPv6 as\n"
-	"[ADDR]:PORT).  The end of one direction is passed on as a half-close;\n"
-	"connections are served at once, each on its own threads.  With LISTEN\n"
-	"port 0 the port chosen is printed on standard output as HOST:PORT.\n"
+	"[ADDR]:PORT).  The end of one direction is passed on as a half-close; an\n"
+	"error or a reset on either side closes the whole connection.  One thread\n"
+	"serves all connections; an idle one holds no buffer.  With LISTEN port 0\n"
+	"the port chosen is printed on standard output as HOST:PORT.\n"
 	"\n"
-	"  -v, --verbose      log each connection on standard error\n"
-	"      --progress     show connections and bytes on standard error\n"
-	"      --no-progress  do not (the default)\n"
-	"      --help         display this help and exit\n"
-	"      --version      output version information and exit\n";
+	"  -T, --timeout=SECONDS  close a connection that moved no byte in either\n"
+	"                         direction for SECONDS (decimals allowed; like\n"
+	"                         socat -T); the default is no timeout\n"
+	"      --max-conns=N      serve at most N connections at once; one beyond\n"
+	"                         that is accepted and closed at once\n"
+	"  -v, --verbose          log the start, each connection and its end on\n"
+	"                         standard error, with a UTC timestamp\n"
+	"      --progress         show connections and bytes on standard error\n"
+	"      --no-progress      do not (the default)\n"
+	"      --help             display this help and exit\n"
+	"      --version          output version information and exit\n"
+	"\n"
+	"SIGTERM or SIGINT: stop accepting, let open connections end, then exit 0;\n"
+	"a second signal ends the relay at once.  The open files limit is raised\n"
+	"to the hard limit (as root, the hard limit to fs.nr_open first).\n"
+	"Log lines: pagepipe relay: TIME #ID CLIENT -> TARGET: EVENT\n";
 
-/* Per-direction staging: enough for a fast link, small enough for many. */
-#define RELAY_STAGE	(256u << 10)
-#define RELAY_STACK	(256u << 10)
+/*
+ * Per-direction pagepipe: it starts at the default 64 KiB (16 slots, about
+ * 1 KB of ring) and grows to a bare splice loop's 1 MiB (256 slots, about
+ * 13 KB) once a read brings half the small one, so that only a busy
+ * direction pays for the big ring.
+ */
+#define RELAY_STAGE_MIN	(64u << 10)
+#define RELAY_STAGE	(1u << 20)
+/* A connection this long without traffic gives its pagepipes back. */
+#define RELAY_RELEASE_MS	2000
+/* Releases that make it worth giving memory back to the system. */
+#define RELAY_TRIM_AFTER	256
+/* struct conn comes in slabs of this many, outside malloc's heap. */
+#define CONN_SLAB	512
+/* Splice rounds per direction per event, so that one flow cannot starve the rest. */
+#define RELAY_ROUNDS	8
+/* Connections accepted per listener event, for the same reason. */
+#define ACCEPT_BATCH	64
+#define MAX_EVENTS	256
+/* After EMFILE and the like, the listener rests this long, or until a close. */
+#define ACCEPT_PAUSE_MS	1000
+
+struct conn;
+
+/* One socket of a connection; epoll's data points here. */
+struct end {
+	struct conn *c;
+	int fd;
+	struct pp_file *f;		/* pp_fdopen(fd), made with the first pagepipe */
+	uint32_t ev;			/* the events registered */
+	bool added;			/* registered with epoll at all */
+};
+
+/* One direction: end[src] -> pagepipe -> end[!src]. */
+struct dir {
+	struct pp_file *pipe[2];	/* made on first data */
+	size_t size;			/* the pagepipe's size */
+	size_t queued;			/* bytes in the pagepipe */
+	uint64_t bytes;			/* delivered to the destination */
+	bool eof;			/* the source ended */
+	bool shut;			/* and that was passed on */
+};
+
+enum conn_state { CONN_CONNECTING, CONN_OPEN, CONN_DEAD };
+
+struct conn {
+	struct end end[2];		/* 0: the client, 1: the target */
+	struct dir dir[2];		/* 0: client -> target, 1: target -> client */
+	struct conn *prev, *next;	/* by last activity, oldest first; the dead list */
+	struct conn *bprev, *bnext;	/* the same, of those holding pagepipes */
+	bool buffered;			/* on that second list */
+	uint64_t start_ms, last_ms;
+	unsigned long id;
+	enum conn_state state;
+	char peer[56];			/* the client's address, for the log */
+};
 
 struct relay {
 	struct sockaddr_storage target;
 	socklen_t target_len;
-	const char *target_name;
+	const char *target_name;	/* as given, for connect errors */
+	char target_addr[56];		/* numeric, for the log */
 	bool verbose;
+	uint64_t timeout_ms;		/* 0: none */
+	unsigned long max_conns;	/* 0: no limit */
 	struct progress pg;
 	_Atomic unsigned long active, total;
 	char extra[64];
+
+	int epfd, lfd, sfd;
+	int spare;			/* the next connection's socket to the target */
+	bool draining, listen_paused;
+	bool short_logged;		/* the shortage of descriptors was reported */
+	uint64_t resume_ms;		/* when a paused listener is watched again */
+	struct conn *oldest, *newest;	/* the idle-timeout list */
+	struct conn *boldest, *bnewest;	/* those holding pagepipes */
+	unsigned long released;		/* pagepipe pairs given back since the last trim */
+	struct conn *dead;		/* closed in this batch, freed after it */
+	struct conn *free_conns;	/* from the slabs, for the next accepts */
+	bool sigint;			/* SIGINT is handled (it was not ignored) */
 };
 
-struct conn {
-	struct relay *r;
-	int client, server;
-	unsigned long id;
-};
+/* Tags for epoll's data: the listener and the signalfd are no struct end. */
+static char tag_listen, tag_signal;
 
-struct dir {
-	struct conn *c;
-	int src, dst;
-	const char *what;	/* direction, for the log */
-	uint64_t bytes;
-	int err;
-};
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* "2026-12-04T16:50:00.123Z": ISO 8601, UTC, milliseconds. */
+static void timestamp(char *buf, size_t n)
+{
+	struct timespec t;
+	struct tm tm;
+	size_t len;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	gmtime_r(&t.tv_sec, &tm);
+	len = strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + len, n - len, ".%03ldZ", t.tv_nsec / 1000000);
+}
+
+/* A log line: TIME [#ID CLIENT -> TARGET: ]TEXT.  c may be NULL. */
+static void __attribute__((format(printf, 3, 4)))
+rlog(const struct relay *r, const struct conn *c, const char *fmt, ...)
+{
+	char ts[40], text[512];
+	va_list ap;
+
+	timestamp(ts, sizeof(ts));
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (c)
+		warnx("%s #%lu %s -> %s: %s", ts, c->id, c->peer, r->target_addr, text);
+	else
+		warnx("%s %s", ts, text);
+}
+
+static void format_addr(const struct sockaddr *sa, socklen_t len, char *buf, size_t n)
+{
+	char h[NI_MAXHOST], p[NI_MAXSERV];
+
+	if (getnameinfo(sa, len, h, sizeof(h), p, sizeof(p), NI_NUMERICHOST | NI_NUMERICSERV)) {
+		snprintf(buf, n, "?");
+		return;
+	}
+	snprintf(buf, n, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", h, p);
+}
 
 /* Split HOST:PORT or [HOST]:PORT; the result points into buf. */
 static int split_hostport(const char *s, char *buf, size_t n, char **host, char **port)
@@ -142,87 +287,452 @@ static int resolve(const char *s, bool passive, struct sockaddr_storage *ss, soc
 	return 0;
 }
 
-static void *run_dir(void *arg)
+/* ------------------------------------------------------------------------
+ * Watching sockets.  An end is in the epoll set only while the loop wants
+ * something from it: a socket both of whose directions are waiting on the
+ * other side would otherwise report EPOLLHUP over and over.
+ */
+static int watch(struct relay *r, struct end *e, uint32_t want)
 {
-	struct dir *d = arg;
-	struct xfer x;
+	struct epoll_event ev = { .events = want, .data.ptr = e };
+	int op;
 
-	xfer_init(&x, d->src, d->dst, RELAY_STAGE);
-	for (;;) {
-		/* No SPLICE_F_MORE: a request must not wait for bytes that never come. */
-		ssize_t n = xfer_step(&x, RELAY_STAGE);
-
-		if (n > 0) {
-			d->bytes += (uint64_t)n;
-			progress_add(&d->c->r->pg, (uint64_t)n);
-			continue;
-		}
-		if (n == 0) {
-			/* Pass the half-close on; the other direction may go on. */
-			shutdown(d->dst, SHUT_WR);
-			break;
-		}
-		d->err = (int)-n;
-		shutdown(d->src, SHUT_RDWR);
-		shutdown(d->dst, SHUT_RDWR);
-		break;
+	if (!want) {
+		if (e->added && epoll_ctl(r->epfd, EPOLL_CTL_DEL, e->fd, NULL) < 0)
+			return -errno;
+		e->added = false;
+		e->ev = 0;
+		return 0;
 	}
-	xfer_destroy(&x);
-	return NULL;
+	if (e->added && e->ev == want)
+		return 0;
+	op = e->added ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+	if (epoll_ctl(r->epfd, op, e->fd, &ev) < 0)
+		return -errno;
+	e->added = true;
+	e->ev = want;
+	return 0;
 }
 
-static void *run_conn(void *arg)
+/* A direction reads only while its pagepipe is empty: that is the backpressure. */
+static bool dir_reading(const struct dir *d)
 {
-	struct conn *c = arg;
-	struct relay *r = c->r;
-	struct dir up = { .c = c, .what = "client->server" };
-	struct dir down = { .c = c, .what = "server->client" };
-	pthread_attr_t attr;
-	pthread_t t;
+	return !d->eof && !d->queued;
+}
+
+static int update_watch(struct relay *r, struct conn *c)
+{
+	for (int i = 0; i < 2; i++) {
+		uint32_t want = 0;
+		int err;
+
+		/* end i is the source of dir[i] and the destination of dir[!i]. */
+		if (dir_reading(&c->dir[i]))
+			want |= EPOLLIN;
+		if (c->dir[!i].queued)
+			want |= EPOLLOUT;
+		err = watch(r, &c->end[i], want);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * The idle list: connections by the time of their last byte, oldest first,
+ * so that the timeout looks only at its head.
+ */
+static void list_del(struct relay *r, struct conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		r->oldest = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		r->newest = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void list_add(struct relay *r, struct conn *c)
+{
+	c->prev = r->newest;
+	c->next = NULL;
+	if (r->newest)
+		r->newest->next = c;
+	else
+		r->oldest = c;
+	r->newest = c;
+}
+
+static void blist_del(struct relay *r, struct conn *c)
+{
+	if (!c->buffered)
+		return;
+	if (c->bprev)
+		c->bprev->bnext = c->bnext;
+	else
+		r->boldest = c->bnext;
+	if (c->bnext)
+		c->bnext->bprev = c->bprev;
+	else
+		r->bnewest = c->bprev;
+	c->bprev = c->bnext = NULL;
+	c->buffered = false;
+}
+
+static void blist_add(struct relay *r, struct conn *c)
+{
+	c->bprev = r->bnewest;
+	c->bnext = NULL;
+	if (r->bnewest)
+		r->bnewest->bnext = c;
+	else
+		r->boldest = c;
+	r->bnewest = c;
+	c->buffered = true;
+}
+
+/* Bytes moved: the connection goes to the young end of both lists. */
+static void touch(struct relay *r, struct conn *c, uint64_t now)
+{
+	c->last_ms = now;
+	if (r->newest != c) {
+		list_del(r, c);
+		list_add(r, c);
+	}
+	if (r->bnewest != c) {
+		blist_del(r, c);
+		blist_add(r, c);
+	}
+}
+
+/* Close the pagepipes and library files of a connection; empty ones only. */
+static void conn_release(struct conn *c)
+{
+	for (int i = 0; i < 2; i++) {
+		struct dir *d = &c->dir[i];
+		struct end *e = &c->end[i];
+
+		if (d->pipe[0])
+			pp_close(d->pipe[0]);
+		if (d->pipe[1])
+			pp_close(d->pipe[1]);
+		d->pipe[0] = d->pipe[1] = NULL;
+		d->size = 0;
+		if (e->f)
+			pp_close(e->f);
+		e->f = NULL;
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Connections.
+ *
+ * A struct conn lives as long as its connection, a pagepipe only while
+ * bytes flow.  From malloc's heap, each long-lived struct would pin the
+ * page it shares with pagepipes since freed, and the relay's resident set
+ * would stay at its peak: so they come from slabs of their own, mapped as
+ * needed and kept for the next connections.
+ */
+static struct conn *conn_alloc(struct relay *r)
+{
+	struct conn *c;
+
+	if (!r->free_conns) {
+		struct conn *slab = mmap(NULL, CONN_SLAB * sizeof(*slab), PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (slab == MAP_FAILED)
+			return NULL;
+		for (int i = CONN_SLAB - 1; i >= 0; i--) {
+			slab[i].next = r->free_conns;
+			r->free_conns = &slab[i];
+		}
+	}
+	c = r->free_conns;
+	r->free_conns = c->next;
+	memset(c, 0, sizeof(*c));
+	return c;
+}
+static void conn_close(struct relay *r, struct conn *c, const char *why)
+{
+	if (c->state == CONN_DEAD)
+		return;
+	if (r->verbose) {
+		double s = (double)(now_ms() - c->start_ms) / 1000;
+
+		rlog(r, c, "closed, %llu bytes up, %llu bytes down, %.3f s%s%s",
+		     (unsigned long long)c->dir[0].bytes, (unsigned long long)c->dir[1].bytes,
+		     s, why ? ", " : "", why ? why : "");
+	}
+	conn_release(c);
+	/* Closing the descriptors takes them out of the epoll set too. */
+	for (int i = 0; i < 2; i++)
+		if (c->end[i].fd >= 0)
+			close(c->end[i].fd);
+	list_del(r, c);
+	blist_del(r, c);
+	c->state = CONN_DEAD;
+	c->next = r->dead;
+	r->dead = c;
+	atomic_fetch_sub(&r->active, 1);
+	/* A descriptor is free again: a listener resting after EMFILE may go on. */
+	r->resume_ms = 0;
+}
+
+/* Pipes and library files on first data; an idle connection has neither. */
+static int conn_prepare(struct relay *r, struct conn *c, struct dir *d)
+{
+	int err;
+
+	for (int i = 0; i < 2; i++) {
+		struct end *e = &c->end[i];
+
+		if (!e->f && !(e->f = pp_fdopen(e->fd)))
+			return -errno;
+	}
+	if (!d->pipe[0]) {
+		err = stage_pipe(d->pipe, RELAY_STAGE_MIN, O_NONBLOCK);
+		if (err)
+			return err;
+		d->size = RELAY_STAGE_MIN;
+		/* Even if no byte comes, they are given back in time. */
+		if (!c->buffered)
+			blist_add(r, c);
+	}
+	return 0;
+}
+
+/* The direction is busy: from the small pagepipe to the big one, once. */
+static void dir_grow(struct dir *d)
+{
+	ssize_t size;
+
+	if (d->size >= RELAY_STAGE)
+		return;
+	size = pp_pipe_set_size(d->pipe[1], RELAY_STAGE);
+	/* Refused (memory, the limit): the small one still works. */
+	if (size > 0)
+		d->size = (size_t)size;
+}
+
+/*
+ * Move what can move in direction i without waiting.  Returns 0, or
+ * -errno with *what naming the side and the call that failed.
+ */
+static int dir_run(struct relay *r, struct conn *c, int i, const char **what)
+{
+	static const char *const names[2][2] = {
+		{ "read from client", "write to target" },
+		{ "read from target", "write to client" },
+	};
+	const unsigned int fl = SPLICE_F_NONBLOCK | SPLICE_F_MOVE;
+	struct dir *d = &c->dir[i];
+	struct end *src = &c->end[i], *dst = &c->end[!i];
+	int err;
+
+	if (d->shut)
+		return 0;
+	err = conn_prepare(r, c, d);
+	if (err) {
+		*what = "pagepipe";
+		return err;
+	}
+	for (int round = 0; round < RELAY_ROUNDS; round++) {
+		bool moved = false, blocked = false;
+		ssize_t n;
+
+		/* While bytes wait for the destination, reading only fills the pagepipe. */
+		if (!d->eof && d->queued < d->size) {
+			size_t room = d->size - d->queued;
+
+			n = pp_splice(src->f, NULL, d->pipe[1], NULL, room, fl);
+			if (n > 0) {
+				d->queued += (size_t)n;
+				moved = true;
+				/*
+				 * A read that filled the pagepipe, or half of the
+				 * small one (its 16 slots may fill first), is a bulk
+				 * flow: give it the big one.
+				 */
+				if ((size_t)n == room || (size_t)n >= RELAY_STAGE_MIN / 2)
+					dir_grow(d);
+			} else if (n == 0) {
+				d->eof = true;
+			} else if (errno != EAGAIN && errno != EINTR) {
+				*what = names[i][0];
+				return -errno;
+			}
+		}
+		if (d->queued) {
+			n = pp_splice(d->pipe[0], NULL, dst->f, NULL, d->queued, fl);
+			if (n > 0) {
+				d->queued -= (size_t)n;
+				d->bytes += (uint64_t)n;
+				progress_add(&r->pg, (uint64_t)n);
+				moved = true;
+			} else if (n < 0 && errno == EAGAIN) {
+				blocked = true;
+			} else if (n < 0 && errno != EINTR) {
+				*what = names[i][1];
+				return -errno;
+			}
+		}
+		if (d->eof && !d->queued) {
+			/* Pass the half-close on; the other direction may go on. */
+			shutdown(dst->fd, SHUT_WR);
+			d->shut = true;
+			return 0;
+		}
+		if (moved)
+			touch(r, c, now_ms());
+		/* The source is empty, or the destination full: wait for epoll. */
+		if (!moved || blocked)
+			break;
+	}
+	return 0;
+}
+
+/* After events on a connection: close it, or watch what it now waits for. */
+static void conn_settle(struct relay *r, struct conn *c)
+{
+	int err;
+
+	if (c->dir[0].shut && c->dir[1].shut) {
+		conn_close(r, c, NULL);
+		return;
+	}
+	err = update_watch(r, c);
+	if (err) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "epoll: %s", strerror(-err));
+		conn_close(r, c, why);
+	}
+}
+
+static void conn_failed(struct relay *r, struct conn *c, const char *what, int err)
+{
+	char why[300];
+
+	snprintf(why, sizeof(why), "%s: %s", what, strerror(err));
+	conn_close(r, c, why);
+}
+
+static void conn_connected(struct relay *r, struct conn *c)
+{
 	int one = 1;
 
-	c->server = socket(r->target.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->server < 0 ||
-	    connect(c->server, (struct sockaddr *)&r->target, r->target_len) < 0) {
-		char what[300];
-
-		snprintf(what, sizeof(what), "connect %s", r->target_name);
-		warn_err(errno, what);
-		goto out;
-	}
-	setsockopt(c->server, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	up.src = c->client;
-	up.dst = c->server;
-	down.src = c->server;
-	down.dst = c->client;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, RELAY_STACK);
-	if (pthread_create(&t, &attr, run_dir, &down)) {
-		pthread_attr_destroy(&attr);
-		warn_err(EAGAIN, "cannot start a thread");
-		goto out;
-	}
-	pthread_attr_destroy(&attr);
-	run_dir(&up);
-	pthread_join(t, NULL);
-	if (r->verbose) {
-		char u[32], dn[32];
-
-		format_bytes(u, sizeof(u), (double)up.bytes);
-		format_bytes(dn, sizeof(dn), (double)down.bytes);
-		warnx("connection %lu closed: %s up, %s down%s%s", c->id, u, dn,
-		      up.err || down.err ? ", " : "",
-		      up.err ? strerror(up.err) : down.err ? strerror(down.err) : "");
-	}
-out:
-	if (c->server >= 0)
-		close(c->server);
-	close(c->client);
-	atomic_fetch_sub(&r->active, 1);
-	free(c);
-	return NULL;
+	setsockopt(c->end[1].fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->state = CONN_OPEN;
+	if (r->verbose)
+		rlog(r, c, "connected");
+	conn_settle(r, c);
 }
 
+/* A connect that failed is the relay's business, -v or not: say so always. */
+static void connect_failed(struct relay *r, struct conn *c, int err)
+{
+	char why[300];
+
+	snprintf(why, sizeof(why), "connect %s: %s", r->target_name, strerror(err));
+	if (!r->verbose)
+		rlog(r, c, "%s", why);
+	conn_close(r, c, why);
+}
+
+static void conn_event(struct relay *r, struct end *e, uint32_t ev)
+{
+	struct conn *c = e->c;
+	int side = (int)(e - c->end), err = 0;
+	socklen_t len = sizeof(err);
+	const char *what = NULL;
+
+	if (c->state == CONN_DEAD)
+		return;
+	if (c->state == CONN_CONNECTING) {
+		if (getsockopt(e->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+			err = errno;
+		if (err)
+			connect_failed(r, c, err);
+		else if (ev & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+			conn_connected(r, c);
+		return;
+	}
+	if (ev & EPOLLERR) {
+		if (getsockopt(e->fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err) {
+			conn_failed(r, c, side ? "target" : "client", err);
+			return;
+		}
+	}
+	/* This end is the source of dir[side] and the destination of dir[!side]. */
+	if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		err = dir_run(r, c, side, &what);
+	if (!err && (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR)))
+		err = dir_run(r, c, !side, &what);
+	if (err)
+		conn_failed(r, c, what, -err);
+	else
+		conn_settle(r, c);
+}
+
+static void conn_start(struct relay *r, int fd, const struct sockaddr_storage *ss, socklen_t sl)
+{
+	struct conn *c;
+	int one = 1, s, err;
+
+	/* accept_some() made the socket to the target first. */
+	c = conn_alloc(r);
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->id = atomic_fetch_add(&r->total, 1) + 1;
+	format_addr((const struct sockaddr *)ss, sl, c->peer, sizeof(c->peer));
+	if (r->max_conns && atomic_load(&r->active) >= r->max_conns) {
+		if (r->verbose)
+			rlog(r, c, "refused: %lu connections open (--max-conns)",
+			     atomic_load(&r->active));
+		close(fd);
+		c->next = r->free_conns;
+		r->free_conns = c;
+		return;
+	}
+	for (int i = 0; i < 2; i++) {
+		c->end[i].c = c;
+		c->end[i].fd = -1;
+	}
+	c->end[0].fd = fd;
+	c->start_ms = c->last_ms = now_ms();
+	c->state = CONN_CONNECTING;
+	atomic_fetch_add(&r->active, 1);
+	list_add(r, c);
+	if (r->verbose)
+		rlog(r, c, "open");
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+
+	s = r->spare;
+	r->spare = -1;
+	c->end[1].fd = s;
+	if (connect(s, (struct sockaddr *)&r->target, r->target_len) == 0) {
+		conn_connected(r, c);
+		return;
+	}
+	if (errno != EINPROGRESS) {
+		connect_failed(r, c, errno);
+		return;
+	}
+	/* The client waits, unread, until the target answers. */
+	err = watch(r, &c->end[1], EPOLLOUT);
+	if (err)
+		connect_failed(r, c, -err);
+}
+
+/* ------------------------------------------------------------------------
+ * The listener and the loop.
+ */
 static const char *relay_extra(void *arg)
 {
 	struct relay *r = arg;
@@ -230,17 +740,6 @@ static const char *relay_extra(void *arg)
 	snprintf(r->extra, sizeof(r->extra), "%lu connections (%lu open)",
 		 atomic_load(&r->total), atomic_load(&r->active));
 	return r->extra;
-}
-
-static void *progress_thread(void *arg)
-{
-	struct relay *r = arg;
-
-	for (;;) {
-		usleep(500 * 1000);
-		progress_tick(&r->pg, false);
-	}
-	return NULL;
 }
 
 /* Bind and listen on LISTEN; with port 0, print the port the kernel chose. */
@@ -252,13 +751,14 @@ static int open_listener(const char *name, const struct sockaddr_storage *la, so
 	char hbuf[NI_MAXHOST], pbuf[NI_MAXSERV];
 	int lfd, one = 1;
 
-	lfd = socket(la->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	lfd = socket(la->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (lfd < 0) {
 		warn_err(errno, "socket");
 		return -1;
 	}
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(lfd, (const struct sockaddr *)la, la_len) < 0 || listen(lfd, 1024) < 0) {
+	/* The kernel caps the backlog at net.core.somaxconn. */
+	if (bind(lfd, (const struct sockaddr *)la, la_len) < 0 || listen(lfd, 4096) < 0) {
 		warn_err(errno, name);
 		close(lfd);
 		return -1;
@@ -274,71 +774,363 @@ static int open_listener(const char *name, const struct sockaddr_storage *la, so
 	return lfd;
 }
 
-/* Serve each connection on its own threads, until accept fails for good. */
-static int accept_loop(struct relay *r, int lfd, pthread_attr_t *attr)
+static int listen_watch(struct relay *r, bool on)
 {
-	int one = 1;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &tag_listen };
 
-	for (;;) {
-		struct conn *c;
-		pthread_t t;
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (epoll_ctl(r->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, r->lfd, &ev) < 0)
+		return -errno;
+	r->listen_paused = !on;
+	return 0;
+}
 
-		if (fd < 0) {
-			int err = errno;
+/*
+ * Rest the listener (level-triggered, it would spin) until a connection
+ * closes, or ACCEPT_PAUSE_MS pass.
+ */
+static void pause_accept(struct relay *r, int err)
+{
+	if (r->lfd < 0 || r->listen_paused)
+		return;
+	/* Once a shortage: the listener comes back each second to look again. */
+	if (!r->short_logged)
+		rlog(r, NULL, "%s (%lu connections open): accepting again when one closes",
+		     strerror(err), atomic_load(&r->active));
+	r->short_logged = true;
+	r->resume_ms = now_ms() + ACCEPT_PAUSE_MS;
+	/* Refused: the listener stays watched, and the loop retries at once. */
+	if (listen_watch(r, false) < 0)
+		r->listen_paused = false;
+}
 
-			if (err == EINTR || err == ECONNABORTED)
-				continue;
-			warn_err(err, "accept");
-			if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM)
-				return EXIT_FAIL;
-			/* Out of descriptors: let connections finish, then go on. */
-			usleep(100 * 1000);
+/* Out of descriptors or memory: a client would be accepted only to be closed. */
+static bool is_shortage(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
+/*
+ * Accept a batch; returns -errno only for what ends the relay.  The socket
+ * to the target is made before the client is accepted, so that a relay
+ * short of descriptors leaves clients waiting in the backlog rather than
+ * accepting them only to close them.
+ */
+static int accept_some(struct relay *r)
+{
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd;
+
+		if (r->spare < 0) {
+			r->spare = socket(r->target.ss_family,
+					  SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+			if (r->spare < 0) {
+				if (!is_shortage(errno))
+					return -errno;
+				pause_accept(r, errno);
+				return 0;
+			}
+		}
+		fd = accept4(r->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd >= 0) {
+			r->short_logged = false;
+			conn_start(r, fd, &ss, sl);
 			continue;
 		}
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		c = calloc(1, sizeof(*c));
-		if (!c) {
-			close(fd);
+		switch (errno) {
+		case EAGAIN:
+			return 0;
+		case EINTR:
+		case ECONNABORTED:
+		case EPROTO:
+		case EPERM:
 			continue;
-		}
-		c->r = r;
-		c->client = fd;
-		c->server = -1;
-		c->id = atomic_fetch_add(&r->total, 1) + 1;
-		atomic_fetch_add(&r->active, 1);
-		if (r->verbose)
-			warnx("connection %lu opened", c->id);
-		if (pthread_create(&t, attr, run_conn, c)) {
-			warn_err(EAGAIN, "cannot start a thread");
-			atomic_fetch_sub(&r->active, 1);
-			close(fd);
-			free(c);
+		default:
+			if (!is_shortage(errno))
+				return -errno;
+			/* The pending client stays in the backlog. */
+			pause_accept(r, errno);
+			return 0;
 		}
 	}
+	return 0;
+}
+
+static void stop_listening(struct relay *r)
+{
+	if (r->lfd < 0)
+		return;
+	close(r->lfd);
+	r->lfd = -1;
+	r->listen_paused = false;
+}
+
+static const char *signame(int sig)
+{
+	return sig == SIGINT ? "SIGINT" : "SIGTERM";
+}
+
+/* The first signal starts the drain; a second ends the relay, by that signal. */
+static void on_signal(struct relay *r)
+{
+	struct signalfd_siginfo si;
+	sigset_t set;
+
+	while (read(r->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		int sig = (int)si.ssi_signo;
+
+		if (r->draining) {
+			/* The second signal: end at once, by that signal, as an unhandled one would. */
+			rlog(r, NULL, "%s again: exiting with %lu connections open", signame(sig),
+			     atomic_load(&r->active));
+			progress_end_line();
+			signal(sig, SIG_DFL);
+			sigemptyset(&set);
+			sigaddset(&set, sig);
+			sigprocmask(SIG_UNBLOCK, &set, NULL);
+			raise(sig);
+			_exit(128 + sig);
+		}
+		r->draining = true;
+		stop_listening(r);
+		if (r->verbose || atomic_load(&r->active))
+			rlog(r, NULL, "%s: no longer accepting; draining %lu connections",
+			     signame(sig), atomic_load(&r->active));
+	}
+}
+
+/* Close what has been idle too long; returns the ms until the next may be. */
+static int expire(struct relay *r, uint64_t now)
+{
+	while (r->oldest) {
+		struct conn *c = r->oldest;
+		uint64_t due = c->last_ms + r->timeout_ms;
+
+		if (due > now)
+			return due - now > INT32_MAX ? INT32_MAX : (int)(due - now);
+		conn_close(r, c, "idle timeout");
+	}
+	return -1;
+}
+
+/*
+ * Give back the pagepipes of connections quiet for RELAY_RELEASE_MS.  What
+ * they held goes back to malloc, which keeps it; after a sweep that freed
+ * many, hand the free pages back to the system too, so that a relay's
+ * resident set falls again after a burst of connections.
+ */
+static int release_quiet(struct relay *r, uint64_t now)
+{
+	while (r->boldest) {
+		struct conn *c = r->boldest;
+		uint64_t due = c->last_ms + RELAY_RELEASE_MS;
+
+		if (due > now) {
+			if (r->released >= RELAY_TRIM_AFTER) {
+				malloc_trim(0);
+				r->released = 0;
+			}
+			return (int)(due - now);
+		}
+		/*
+		 * Bytes still queued wait for a reader that does not read: keep
+		 * them; the next byte moved puts the connection back on the list.
+		 */
+		if (!c->dir[0].queued && !c->dir[1].queued) {
+			conn_release(c);
+			r->released++;
+		}
+		blist_del(r, c);
+	}
+	if (r->released >= RELAY_TRIM_AFTER) {
+		malloc_trim(0);
+		r->released = 0;
+	}
+	return -1;
+}
+
+static void free_dead(struct relay *r)
+{
+	while (r->dead) {
+		struct conn *c = r->dead;
+
+		r->dead = c->next;
+		c->next = r->free_conns;
+		r->free_conns = c;
+	}
+}
+
+static int min_wait(int a, int b)
+{
+	if (a < 0)
+		return b;
+	if (b < 0)
+		return a;
+	return a < b ? a : b;
+}
+
+static int event_loop(struct relay *r)
+{
+	struct epoll_event evs[MAX_EVENTS];
+	uint64_t next_tick = now_ms() + 500;
+	int status = EXIT_OK;
+
+	while (!r->draining || atomic_load(&r->active)) {
+		int wait = -1, n;
+		uint64_t now = now_ms();
+
+		if (r->timeout_ms)
+			wait = expire(r, now);
+		wait = min_wait(wait, release_quiet(r, now));
+		free_dead(r);
+		if (r->draining && !atomic_load(&r->active))
+			break;
+		if (r->listen_paused && r->lfd >= 0) {
+			if (r->resume_ms <= now) {
+				if (listen_watch(r, true) < 0)
+					r->resume_ms = now + ACCEPT_PAUSE_MS;
+			}
+			if (r->listen_paused)
+				wait = min_wait(wait, (int)(r->resume_ms - now));
+		}
+		if (r->pg.on) {
+			if (next_tick <= now) {
+				progress_tick(&r->pg, false);
+				next_tick = now + 500;
+			}
+			wait = min_wait(wait, (int)(next_tick - now));
+		}
+		n = epoll_wait(r->epfd, evs, MAX_EVENTS, wait);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			warn_err(errno, "epoll_wait");
+			return EXIT_FAIL;
+		}
+		for (int i = 0; i < n; i++) {
+			void *p = evs[i].data.ptr;
+
+			if (p == &tag_signal) {
+				on_signal(r);
+			} else if (p == &tag_listen) {
+				int err;
+
+				if (r->lfd < 0)
+					continue;
+				err = accept_some(r);
+				if (err) {
+					warn_err(-err, "accept");
+					status = EXIT_FAIL;
+					goto out;
+				}
+			} else {
+				conn_event(r, p, evs[i].events);
+			}
+		}
+		free_dead(r);
+	}
+out:
+	if (r->verbose)
+		rlog(r, NULL, "exiting: %lu connections served", atomic_load(&r->total));
+	while (r->oldest)
+		conn_close(r, r->oldest, "relay ending");
+	free_dead(r);
+	return status;
+}
+
+/*
+ * A relay holds two descriptors a connection: take the whole hard limit,
+ * and as root (CAP_SYS_RESOURCE) first raise the hard limit to fs.nr_open.
+ * Each step may be refused; what was got is what is reported.
+ */
+static void raise_nofile(struct relay *r)
+{
+	struct rlimit rl;
+	unsigned long nr_open = 0;
+	FILE *f;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	f = fopen("/proc/sys/fs/nr_open", "re");
+	if (f) {
+		if (fscanf(f, "%lu", &nr_open) != 1)
+			nr_open = 0;
+		fclose(f);
+	}
+	if (nr_open && (rl.rlim_max == RLIM_INFINITY || rl.rlim_max < nr_open)) {
+		struct rlimit want = { .rlim_cur = nr_open, .rlim_max = nr_open };
+
+		if (rl.rlim_max == RLIM_INFINITY)
+			want.rlim_max = RLIM_INFINITY;
+		if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur != rl.rlim_max) {
+		struct rlimit want = rl;
+
+		want.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &want) < 0 && nr_open) {
+			want.rlim_cur = nr_open;
+			setrlimit(RLIMIT_NOFILE, &want);
+		}
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (r->verbose) {
+		if (rl.rlim_max == RLIM_INFINITY)
+			rlog(r, NULL, "open files limit %llu (hard limit unlimited)",
+			     (unsigned long long)rl.rlim_cur);
+		else
+			rlog(r, NULL, "open files limit %llu (hard limit %llu)",
+			     (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
+	}
+}
+
+/* SIGTERM, and SIGINT unless it came in ignored (a background job, nohup). */
+static int setup_signals(struct relay *r)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &tag_signal };
+	struct sigaction old;
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	r->sigint = !(sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler == SIG_IGN);
+	if (r->sigint)
+		sigaddset(&set, SIGINT);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -errno;
+	r->sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (r->sfd < 0)
+		return -errno;
+	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sfd, &ev) < 0)
+		return -errno;
+	return 0;
 }
 
 int cmd_relay(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "max-conns", required_argument, NULL, OPT_MAX_CONNS },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .progress = PROGRESS_OFF };
 	static struct relay r;
 	struct sockaddr_storage la;
 	socklen_t la_len;
-	pthread_attr_t attr;
-	int first, lfd, status;
+	int first, err, status;
 
-	first = parse_opts(argc, argv, "v", longopts, usage_relay, &o);
+	first = parse_opts(argc, argv, "vT:", longopts, usage_relay, &o);
 	if (first < 0)
 		return first == -2 ? EXIT_OK : EXIT_USAGE;
 	if (check_operands(argc, argv, first, 2))
 		return EXIT_USAGE;
 	for (int i = 0; i < 2; i++) {
-		int err = i ? resolve(argv[first + 1], false, &r.target, &r.target_len) :
-			      resolve(argv[first], true, &la, &la_len);
+		err = i ? resolve(argv[first + 1], false, &r.target, &r.target_len) :
+			  resolve(argv[first], true, &la, &la_len);
 
 		if (err == -EINVAL || err == -ENAMETOOLONG)
 			warnx("'%s': addresses are HOST:PORT", argv[first + i]);
@@ -350,23 +1142,52 @@ int cmd_relay(int argc, char **argv)
 			return EXIT_FAIL;
 	}
 	r.target_name = argv[first + 1];
+	format_addr((struct sockaddr *)&r.target, r.target_len, r.target_addr,
+		    sizeof(r.target_addr));
 	r.verbose = o.verbose;
-	lfd = open_listener(argv[first], &la, la_len);
-	if (lfd < 0)
+	r.timeout_ms = o.timeout_ms;
+	r.max_conns = o.max_conns;
+	r.sfd = -1;
+	r.spare = -1;
+	raise_nofile(&r);
+	/* Every big pagepipe is RELAY_STAGE: raise the library's limit once. */
+	if (pp_pipe_get_max_size() < RELAY_STAGE)
+		pp_pipe_set_max_size(RELAY_STAGE);
+	/* Signals first: one sent once the port is printed must find them handled. */
+	r.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (r.epfd < 0 || (err = setup_signals(&r)) < 0) {
+		warn_err(r.epfd < 0 ? errno : -err, "signals");
 		return EXIT_FAIL;
+	}
+	r.lfd = open_listener(argv[first], &la, la_len);
+	if (r.lfd < 0)
+		return EXIT_FAIL;
+	err = listen_watch(&r, true);
+	if (err < 0) {
+		warn_err(-err, "epoll");
+		return EXIT_FAIL;
+	}
+	if (r.verbose) {
+		struct sockaddr_storage bound;
+		socklen_t bl = sizeof(bound);
+		char name[56] = "?";
+
+		/* The address bound, with the port the kernel chose for port 0. */
+		if (getsockname(r.lfd, (struct sockaddr *)&bound, &bl) == 0)
+			format_addr((struct sockaddr *)&bound, bl, name, sizeof(name));
+		rlog(&r, NULL, "listening on %s, relaying to %s", name, r.target_addr);
+	}
 
 	progress_init(&r.pg, o.progress);
 	r.pg.extra = relay_extra;
 	r.pg.extra_arg = &r;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, RELAY_STACK);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (r.pg.on) {
-		pthread_t t;
-
-		pthread_create(&t, &attr, progress_thread, &r);
-	}
-	status = accept_loop(&r, lfd, &attr);
-	close(lfd);
+	status = event_loop(&r);
+	if (r.pg.on)
+		progress_tick(&r.pg, true);
+	stop_listening(&r);
+	if (r.spare >= 0)
+		close(r.spare);
+	close(r.sfd);
+	close(r.epfd);
 	return status;
 }

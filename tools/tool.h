@@ -189,6 +189,7 @@ enum {
 	OPT_BYTES,
 	OPT_VERSION,
 	OPT_OUTPUT_ERROR,
+	OPT_MAX_CONNS,
 };
 
 /* What tee does when an output fails, as GNU tee's --output-error. */
@@ -210,6 +211,8 @@ struct opts {
 	bool ignore_interrupts;		/* tee -i */
 	int output_error;		/* enum output_error */
 	uint64_t size;
+	uint64_t timeout_ms;		/* relay -T; 0: none */
+	unsigned long max_conns;	/* relay --max-conns; 0: no limit */
 };
 
 struct option;

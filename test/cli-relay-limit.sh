@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Description: pagepipe relay --max-conns N: N connections are served, one
+# more is accepted and closed at once (and logged), the N keep working,
+# and once one of them ends a new one is served again.  Out of descriptors,
+# the relay says so and goes on.
+set -u
+B=${B:-build}
+PP="$B/pagepipe"
+PEER=$(dirname "$0")/relay-peer.py
+[ -x "$PP" ] || { echo "no $PP: build with make tools"; exit 77; }
+command -v python3 >/dev/null || { echo "python3 missing: relay tests need it"; exit 77; }
+T=$(mktemp -d /tmp/pp-cli-relay-limit.XXXXXX)
+pids=()
+cleanup() {
+	exec 2>/dev/null
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+port=
+start() {
+	local name=$1; shift
+	"$@" > "$T/$name.out" 2> "$T/$name.err" &
+	pids+=($!)
+	for _ in $(seq 1 200); do
+		port=$(head -n 1 "$T/$name.out" 2>/dev/null | grep -Eo '[0-9]+$')
+		[ -n "$port" ] && return 0
+		sleep 0.05
+	done
+	echo "FAIL: $name did not start: $(cat "$T/$name.err")"
+	exit 1
+}
+
+start echo python3 "$PEER" echo; eport=$port
+start relay "$PP" relay -v --max-conns 5 127.0.0.1:0 "127.0.0.1:$eport"; rport=$port; rpid=${pids[-1]}
+
+r=$(timeout 120 python3 "$PEER" limit "$rport" 5)
+[ "$r" = ok ] || fail "--max-conns 5: $r"
+grep -Eq ' #6 127\.0\.0\.1:[0-9]+ -> 127\.0\.0\.1:'"$eport"': refused: 5 connections open \(--max-conns\)$' "$T/relay.err" ||
+	fail "no log line for the refused connection: $(cat "$T/relay.err")"
+kill -0 "$rpid" 2>/dev/null || fail "the relay died: $(cat "$T/relay.err")"
+
+# Out of descriptors (a hard limit of 40: about 17 connections): the relay
+# says so, rests its listener instead of spinning on it, and serves again
+# once connections end.
+start relay2 bash -c "ulimit -n 40 && exec \"\$0\" relay -v 127.0.0.1:0 127.0.0.1:$eport" "$PP"
+rport2=$port; rpid2=${pids[-1]}
+r=$(timeout 120 python3 "$PEER" fdlimit "$rport2" 30)
+[ "$(echo "$r" | tail -n 1)" = ok ] || fail "30 connections on 40 descriptors: $r"
+grep -q 'Too many open files' "$T/relay2.err" || fail "no message for the shortage: $(tail -n 3 "$T/relay2.err")"
+kill -0 "$rpid2" 2>/dev/null || fail "the relay died of the shortage: $(tail -n 3 "$T/relay2.err")"
+
+for v in 0 -3 x 2y; do
+	"$PP" relay --max-conns "$v" 127.0.0.1:0 127.0.0.1:1 >/dev/null 2>&1
+	rc=$?
+	[ $rc -eq 2 ] || fail "--max-conns '$v': exit $rc, not 2"
+done
+
+if [ $fails -gt 0 ]; then
+	echo "$fails failures"
+	exit 1
+fi
+echo "relay --max-conns passed"
