@@ -52,7 +52,7 @@ r=$(timeout 30 python3 "$PEER" say "$rport" hello)
 [ "$r" = ok ] || fail "echo through the relay: $r"
 P="#1 127\.0\.0\.1:[0-9]+ -> 127\.0\.0\.1:$eport"
 expect "$T/relay.err" "^pagepipe relay: $TS open files limit [0-9]+ \(hard limit ([0-9]+|unlimited)\)$" "the limit"
-expect "$T/relay.err" "^pagepipe relay: $TS listening on 127\.0\.0\.1:$rport, relaying to 127\.0\.0\.1:$eport$" "the start"
+expect "$T/relay.err" "^pagepipe relay: $TS listening on 127\.0\.0\.1:$rport, relaying to 127\.0\.0\.1:$eport, [0-9]+ worker threads?$" "the start"
 expect "$T/relay.err" "^pagepipe relay: $TS $P: open$" "the accept"
 expect "$T/relay.err" "^pagepipe relay: $TS $P: connected$" "the connect"
 expect "$T/relay.err" "^pagepipe relay: $TS $P: closed, 5 bytes up, 5 bytes down, [0-9]+\.[0-9]{3} s$" "the close"
