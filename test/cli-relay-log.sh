@@ -6,6 +6,15 @@
 # counts both ways and the reason); the start names the open files limit.
 # A target that refuses is logged without -v too.
 set -u
+# Every check runs twice: one worker thread (-j 1), then two (-j 2),
+# where connections are spread over workers with an epoll instance each.
+if [ -z "${RELAY_J:-}" ]; then
+	for j in 1 2; do
+		echo "== relay -j $j"
+		RELAY_J=$j bash "$0" "$@" || exit $?
+	done
+	exit 0
+fi
 B=${B:-build}
 PP="$B/pagepipe"
 PEER=$(dirname "$0")/relay-peer.py
@@ -47,7 +56,7 @@ expect() {
 
 TS='[0-9]{4}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-6][0-9]\.[0-9]{3}Z'
 start echo python3 "$PEER" echo; eport=$port
-start relay "$PP" relay -v 127.0.0.1:0 "127.0.0.1:$eport"; rport=$port
+start relay "$PP" relay -j "$RELAY_J" -v 127.0.0.1:0 "127.0.0.1:$eport"; rport=$port
 r=$(timeout 30 python3 "$PEER" say "$rport" hello)
 [ "$r" = ok ] || fail "echo through the relay: $r"
 P="#1 127\.0\.0\.1:[0-9]+ -> 127\.0\.0\.1:$eport"
@@ -66,7 +75,7 @@ day=$(sed -En "s/^pagepipe relay: ([0-9-]{10})T.* open$/\1/p" "$T/relay.err")
 	fail "the timestamp's day $day is not today's in UTC ($(date -u +%F))"
 
 # A refusing target, without -v: one line, with the reason.
-start dead "$PP" relay 127.0.0.1:0 127.0.0.1:1; dport=$port
+start dead "$PP" relay -j "$RELAY_J" 127.0.0.1:0 127.0.0.1:1; dport=$port
 timeout 20 python3 -c 'import socket, sys
 c = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
 c.recv(1)' "$dport" 2>/dev/null

@@ -7,6 +7,15 @@
 # its clients see their connections end.  SIGINT does the same, unless
 # it was ignored when the relay started.
 set -u
+# Every check runs twice: one worker thread (-j 1), then two (-j 2),
+# where connections are spread over workers with an epoll instance each.
+if [ -z "${RELAY_J:-}" ]; then
+	for j in 1 2; do
+		echo "== relay -j $j"
+		RELAY_J=$j bash "$0" "$@" || exit $?
+	done
+	exit 0
+fi
 B=${B:-build}
 PP="$B/pagepipe"
 PEER=$(dirname "$0")/relay-peer.py
@@ -60,7 +69,7 @@ head -c 64000000 /dev/urandom > "$T/data"
 
 # 1. Drain: SIGTERM half way through a 64 MB upload.
 start hash python3 "$PEER" hash; hport=$port
-start relay "$PP" relay -v 127.0.0.1:0 "127.0.0.1:$hport"; rport=$port; rpid=${pids[-1]}
+start relay "$PP" relay -j "$RELAY_J" -v 127.0.0.1:0 "127.0.0.1:$hport"; rport=$port; rpid=${pids[-1]}
 mkfifo "$T/ctl"
 python3 "$PEER" inflight "$rport" "$T/data" "$T/ctl" > "$T/inflight.out" 2>&1 &
 cpid=$!
@@ -95,7 +104,7 @@ grep -q ': closed, 64000000 bytes up, 65 bytes down, ' "$T/relay.err" ||
 
 # 2. A second SIGTERM while a connection stays open: exit at once, by the signal.
 start echo python3 "$PEER" echo; eport=$port
-start relay2 "$PP" relay 127.0.0.1:0 "127.0.0.1:$eport"; rport=$port; rpid=${pids[-1]}
+start relay2 "$PP" relay -j "$RELAY_J" 127.0.0.1:0 "127.0.0.1:$eport"; rport=$port; rpid=${pids[-1]}
 python3 "$PEER" hold "$rport" > "$T/hold.out" 2>&1 &
 hpid=$!
 pids+=($hpid)
@@ -116,7 +125,7 @@ wait "$hpid"
 # for this script's background jobs): then the relay leaves it ignored.
 start relay3 python3 -c 'import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)
-os.execv(sys.argv[1], sys.argv[1:])' "$PP" relay -v 127.0.0.1:0 "127.0.0.1:$eport"
+os.execv(sys.argv[1], sys.argv[1:])' "$PP" relay -j "$RELAY_J" -v 127.0.0.1:0 "127.0.0.1:$eport"
 rpid=${pids[-1]}
 kill -INT "$rpid"
 if exit_within "$rpid" 20; then
@@ -126,7 +135,7 @@ if exit_within "$rpid" 20; then
 else
 	fail "SIGINT did not end an idle relay"
 fi
-start relay4 "$PP" relay 127.0.0.1:0 "127.0.0.1:$eport"; rport=$port; rpid=${pids[-1]}
+start relay4 "$PP" relay -j "$RELAY_J" 127.0.0.1:0 "127.0.0.1:$eport"; rport=$port; rpid=${pids[-1]}
 kill -INT "$rpid"
 r=$(timeout 30 python3 "$PEER" say "$rport" after-sigint)
 [ "$r" = ok ] || fail "a relay started with SIGINT ignored, after SIGINT: $r"
