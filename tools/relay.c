@@ -99,6 +99,8 @@ static const char usage_relay[] =
 #define CONN_SLAB	512
 /* Splice rounds per direction per event, so that one flow cannot starve the rest. */
 #define RELAY_ROUNDS	8
+/* Reads again at once per direction, to grow the library's kernel pipe (dir_run). */
+#define RELAY_PROBES	6
 /* Connections accepted per listener event, for the same reason. */
 #define ACCEPT_BATCH	64
 #define MAX_EVENTS	256
@@ -124,6 +126,8 @@ struct dir {
 	size_t size;			/* the pagepipe's size */
 	size_t queued;			/* bytes in the pagepipe */
 	uint64_t bytes;			/* delivered to the destination */
+	size_t best;			/* the largest read so far */
+	unsigned int probes;		/* reads again at once, to grow the kernel's pipe */
 	bool eof;			/* the source ended */
 	bool shut;			/* and that was passed on */
 };
@@ -461,6 +465,8 @@ static void conn_release(struct conn *c)
 			pp_close(d->pipe[1]);
 		d->pipe[0] = d->pipe[1] = NULL;
 		d->size = 0;
+		d->best = 0;
+		d->probes = 0;
 		if (e->f)
 			pp_close(e->f);
 		e->f = NULL;
@@ -603,6 +609,27 @@ static int dir_run(struct relay *r, struct conn *c, int i, const char **what)
 				 */
 				if ((size_t)n == room || (size_t)n >= RELAY_STAGE_MIN / 2)
 					dir_grow(d);
+				/*
+				 * The library keeps socket bytes in a private kernel
+				 * pipe sized for the small pagepipe (128 KiB), and grows
+				 * it only when a read finds it full: drained by every
+				 * write, it never would, and a bulk flow would move
+				 * 120 KB a splice for ever.  So a big read that came up
+				 * to the best so far, short of the room, reads again at
+				 * once, a few times per direction: the bytes are there,
+				 * nothing waits, and the private pipe grows.  Only up
+				 * to half the pagepipe: a private pipe full at its
+				 * largest would send the bytes the copying way.
+				 */
+				if ((size_t)n >= RELAY_STAGE_MIN / 2 && (size_t)n >= d->best &&
+				    d->queued < d->size / 2 && d->probes < RELAY_PROBES) {
+					d->best = (size_t)n;
+					d->probes++;
+					round--;
+					continue;
+				}
+				if ((size_t)n > d->best)
+					d->best = (size_t)n;
 			} else if (n == 0) {
 				d->eof = true;
 			} else if (errno != EAGAIN && errno != EINTR) {
