@@ -70,6 +70,12 @@ for v in 0 -3 x 2y; do
 	[ $rc -eq 2 ] || fail "--max-conns '$v': exit $rc, not 2"
 done
 
+for v in 0 -1 x 257; do
+	"$PP" relay -j "$v" 127.0.0.1:0 127.0.0.1:1 >/dev/null 2>&1
+	rc=$?
+	[ $rc -eq 2 ] || fail "-j '$v': exit $rc, not 2"
+done
+
 if [ $fails -gt 0 ]; then
 	echo "$fails failures"
 	exit 1

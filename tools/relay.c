@@ -2,8 +2,10 @@
 /*
  * relay.c - pagepipe relay LISTEN TARGET: a TCP relay through pagepipes.
  *
- * One thread and one epoll instance serve every connection.  A relay is a
- * service people leave running, so an idle connection must cost next to
+ * A few worker threads (-j, default the online CPUs up to 8), each with
+ * its own epoll instance, serve the connections; a connection belongs to
+ * one worker for its whole life (see hand_out() for how it gets there).  A
+ * relay is a service people leave running, so an idle connection must cost next to
  * nothing: two non-blocking sockets and a struct conn, no thread and no
  * buffer.  Each direction gets its pagepipe (and each socket its pp_fdopen
  * file) on its first readable event, and bytes go socket -> pagepipe ->
@@ -32,8 +34,8 @@
  * leaves clients there: the socket to the target is made before the
  * accept); SIGTERM or SIGINT stops accepting
  * and waits for the open connections to end, a second one ends the relay
- * at once.  Signals arrive through a signalfd, so nothing runs in a signal
- * handler and the loop needs no locks.
+ * at once.  Signals arrive through a signalfd in worker 0, so nothing runs
+ * in a signal handler; it tells the other workers through their mailboxes.
  */
 #include "tool.h"
 
@@ -62,10 +64,13 @@ static const char usage_relay[] =
 	"Accept TCP connections on LISTEN and relay each, both ways, to TARGET,\n"
 	"through pagepipes with splice.  LISTEN and TARGET are HOST:PORT (IPv6 as\n"
 	"[ADDR]:PORT).  The end of one direction is passed on as a half-close; an\n"
-	"error or a reset on either side closes the whole connection.  One thread\n"
-	"serves all connections; an idle one holds no buffer.  With LISTEN port 0\n"
-	"the port chosen is printed on standard output as HOST:PORT.\n"
+	"error or a reset on either side closes the whole connection.  Worker\n"
+	"threads, each with its own epoll, serve all connections; an idle one holds\n"
+	"no buffer.  With LISTEN port 0 the port chosen is printed on standard\n"
+	"output as HOST:PORT.\n"
 	"\n"
+	"  -j, --threads=N        serve connections with N worker threads (1 to\n"
+	"                         256); the default is the online CPUs, at most 8\n"
 	"  -T, --timeout=SECONDS  close a connection that moved no byte in either\n"
 	"                         direction for SECONDS (decimals allowed; like\n"
 	"                         socat -T); the default is no timeout\n"
