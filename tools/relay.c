@@ -1472,9 +1472,14 @@ int cmd_relay(int argc, char **argv)
 			break;
 		}
 	}
-	/* Fewer threads than asked: the acceptor hands out only to those running. */
-	sh.nworkers = started;
-	status = event_loop(r);
+	if (started == sh.nworkers) {
+		status = event_loop(r);
+	} else {
+		/* Fewer threads than asked: end those started. */
+		status = EXIT_FAIL;
+		atomic_store(&sh.quit, true);
+		post_all(r, MSG_WAKE);
+	}
 	for (unsigned int i = 1; i < started; i++) {
 		void *ret;
 
