@@ -121,6 +121,11 @@ fi
 # 2. A second SIGTERM while a connection stays open: exit at once, by the signal.
 start echo python3 "$PEER" echo; eport=$port
 start relay2 "$PP" relay -j "$RELAY_J" 127.0.0.1:0 "127.0.0.1:$eport"; rport=$port; rpid=${pids[-1]}
+# A first connection, ended, so that with -j 2 the held one goes to the
+# second worker: the first (which reads the signals) then has none, and
+# must still be there for the second signal.
+r=$(timeout 30 python3 "$PEER" say "$rport" first)
+[ "$r" = ok ] || fail "a first connection: $r"
 python3 "$PEER" hold "$rport" > "$T/hold.out" 2>&1 &
 hpid=$!
 pids+=($hpid)
