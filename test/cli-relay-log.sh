@@ -82,6 +82,15 @@ c.recv(1)' "$dport" 2>/dev/null
 expect "$T/dead.err" "^pagepipe relay: $TS #1 127\.0\.0\.1:[0-9]+ -> 127\.0\.0\.1:1: connect 127\.0\.0\.1:1: Connection refused$" "a refused connect"
 [ "$(wc -l < "$T/dead.err")" -eq 1 ] || fail "without -v, more than the one line: $(cat "$T/dead.err")"
 
+# --progress counts every worker's bytes and connections: two connections
+# (with -j 2, one on each worker), 5 bytes each way each.
+start prog "$PP" relay -j "$RELAY_J" --progress 127.0.0.1:0 "127.0.0.1:$eport"; pport=$port
+for w in hello world; do
+	r=$(timeout 30 python3 "$PEER" say "$pport" "$w")
+	[ "$r" = ok ] || fail "echo through the --progress relay: $r"
+done
+expect "$T/prog.err" "^20B .*\] 2 connections \(0 open\)$" "the progress line"
+
 if [ $fails -gt 0 ]; then
 	echo "$fails failures"
 	exit 1
