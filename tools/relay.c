@@ -596,7 +596,7 @@ static int dir_run(struct relay *r, struct conn *c, int i, const char **what)
 		return err;
 	}
 	for (int round = 0; round < RELAY_ROUNDS; round++) {
-		bool moved = false, blocked = false;
+		bool moved = false, blocked = false, drained = false;
 		ssize_t n;
 
 		/* While bytes wait for the destination, reading only fills the pagepipe. */
@@ -635,6 +635,7 @@ static int dir_run(struct relay *r, struct conn *c, int i, const char **what)
 				}
 				if ((size_t)n > d->best)
 					d->best = (size_t)n;
+				drained = (size_t)n < room;
 			} else if (n == 0) {
 				d->eof = true;
 			} else if (errno != EAGAIN && errno != EINTR) {
@@ -664,8 +665,14 @@ static int dir_run(struct relay *r, struct conn *c, int i, const char **what)
 		}
 		if (moved)
 			touch(r, c, now_ms());
-		/* The source is empty, or the destination full: wait for epoll. */
-		if (!moved || blocked)
+		/*
+		 * The source is empty, or the destination full: wait for epoll.
+		 * A read that got less than it asked for most likely emptied
+		 * the socket: once those bytes are out, reading again would
+		 * only say EAGAIN (a splice per small message), and epoll,
+		 * level-triggered, reports what came since.
+		 */
+		if (!moved || blocked || (drained && !d->queued))
 			break;
 	}
 	return 0;
