@@ -635,7 +635,7 @@ static int dir_run(struct relay *r, struct conn *c, int i, const char **what)
 				}
 				if ((size_t)n > d->best)
 					d->best = (size_t)n;
-				drained = (size_t)n < room;
+				drained = (size_t)n < RELAY_STAGE_MIN / 2 && (size_t)n < room;
 			} else if (n == 0) {
 				d->eof = true;
 			} else if (errno != EAGAIN && errno != EINTR) {
@@ -667,10 +667,12 @@ static int dir_run(struct relay *r, struct conn *c, int i, const char **what)
 			touch(r, c, now_ms());
 		/*
 		 * The source is empty, or the destination full: wait for epoll.
-		 * A read that got less than it asked for most likely emptied
-		 * the socket: once those bytes are out, reading again would
-		 * only say EAGAIN (a splice per small message), and epoll,
-		 * level-triggered, reports what came since.
+		 * A small read that got less than it asked for most likely
+		 * emptied the socket: once those bytes are out, reading again
+		 * would only say EAGAIN (a splice per small message), and
+		 * epoll, level-triggered, reports what came since.  Not after
+		 * a big read: in a bulk flow more has come while the bytes
+		 * went out, and reading it now saves an epoll_wait.
 		 */
 		if (!moved || blocked || (drained && !d->queued))
 			break;
