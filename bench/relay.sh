@@ -19,7 +19,8 @@
 #   socat -b 1048576  socat TCP-LISTEN:L,fork,reuseaddr,backlog=4096 TCP:T
 #                     with 1 MiB reads
 #   socat             the same with socat's default 8 KiB buffer
-#   pagepipe relay    $B/pagepipe relay L T
+#   pagepipe relay    $B/pagepipe relay L T (default -j: the online CPUs, up to 8)
+#   pagepipe relay -j 1  the same with one worker thread
 #
 # Sections: one-way (one connection, N MiB), two-way (one connection, N
 # MiB each way at once), 100 connections at once (N/100 MiB each), and
@@ -170,9 +171,9 @@ reaped() {
 
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "" }'; }
 
-ROWS=(bare socatb socat pp)
+ROWS=(bare socatb socat pp pp1)
 declare -A LABEL=([bare]="bare splice loop (1 MiB kernel pipe)" [socatb]="socat -b 1048576"
-	[socat]="socat (default 8 KiB)" [pp]="pagepipe relay")
+	[socat]="socat (default 8 KiB)" [pp]="pagepipe relay" [pp1]="pagepipe relay -j 1")
 declare -A RPID RPORT
 
 start_relays() {
@@ -180,6 +181,9 @@ start_relays() {
 	if bg bare "$BARE" "$SPORT"; then RPID[bare]=$pid RPORT[bare]=$port; fi
 	if bg pp "$PP" relay --no-progress 127.0.0.1:0 "127.0.0.1:$SPORT"; then
 		RPID[pp]=$pid RPORT[pp]=${port}
+	fi
+	if bg pp1 "$PP" relay -j 1 --no-progress 127.0.0.1:0 "127.0.0.1:$SPORT"; then
+		RPID[pp1]=$pid RPORT[pp1]=${port}
 	fi
 	if have socat; then
 		if bg_socat socatb -b 1048576; then RPID[socatb]=$pid RPORT[socatb]=$port; fi

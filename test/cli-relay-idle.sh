@@ -7,6 +7,15 @@
 # the close of each and keeps no descriptor of them.  Figures from
 # /proc/PID/status.
 set -u
+# Every check runs twice: one worker thread (-j 1), then two (-j 2),
+# where connections are spread over workers with an epoll instance each.
+if [ -z "${RELAY_J:-}" ]; then
+	for j in 1 2; do
+		echo "== relay -j $j"
+		RELAY_J=$j bash "$0" "$@" || exit $?
+	done
+	exit 0
+fi
 B=${B:-build}
 PP="$B/pagepipe"
 PEER=$(dirname "$0")/relay-peer.py
@@ -47,11 +56,12 @@ start() {
 }
 # 50 MB; ThreadSanitizer's shadow memory makes every byte cost about four.
 bound=51200
-grep -q __tsan_init "$PP" && bound=$((4 * bound))
+tsan=
+grep -q __tsan_init "$PP" && bound=$((4 * bound)) && tsan=1
 field() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
 
 start echo python3 "$PEER" echo; eport=$port
-start relay "$PP" relay -v 127.0.0.1:0 "127.0.0.1:$eport"; rport=$port; rpid=${pids[-1]}
+start relay "$PP" relay -j "$RELAY_J" -v 127.0.0.1:0 "127.0.0.1:$eport"; rport=$port; rpid=${pids[-1]}
 rss0=$(field "$rpid" VmRSS)
 fds0=$(ls /proc/"$rpid"/fd | wc -l)
 
@@ -72,6 +82,11 @@ if grep -q '^ready$' "$T/idle.out"; then
 	echo "$N idle connections: relay VmRSS $rss kB (at start $rss0 kB, peak $hwm kB), $threads threads, $fds descriptors"
 	[ $((rss - rss0)) -lt "$bound" ] || fail "RSS grew by $((rss - rss0)) kB for $N idle connections (bound $bound kB)"
 	[ "$threads" -le 8 ] || fail "$threads threads for $N idle connections (bound 8)"
+	# -j N: N worker threads, the main one among them, and no other
+	# (but ThreadSanitizer's own, once a second thread exists).
+	want=$RELAY_J
+	[ -n "$tsan" ] && [ "$threads" -eq $((RELAY_J + 1)) ] && want=$threads
+	[ "$threads" -eq "$want" ] || fail "$threads threads with -j $RELAY_J"
 	[ "$fds" -ge $((2 * N)) ] || fail "only $fds descriptors: not all $N connections are open"
 else
 	fail "the $N connections did not all open: $(tail -n 3 "$T/idle.out")"

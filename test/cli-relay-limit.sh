@@ -5,6 +5,15 @@
 # and once one of them ends a new one is served again.  Out of descriptors,
 # the relay says so and goes on.
 set -u
+# Every check runs twice: one worker thread (-j 1), then two (-j 2),
+# where connections are spread over workers with an epoll instance each.
+if [ -z "${RELAY_J:-}" ]; then
+	for j in 1 2; do
+		echo "== relay -j $j"
+		RELAY_J=$j bash "$0" "$@" || exit $?
+	done
+	exit 0
+fi
 B=${B:-build}
 PP="$B/pagepipe"
 PEER=$(dirname "$0")/relay-peer.py
@@ -37,7 +46,7 @@ start() {
 }
 
 start echo python3 "$PEER" echo; eport=$port
-start relay "$PP" relay -v --max-conns 5 127.0.0.1:0 "127.0.0.1:$eport"; rport=$port; rpid=${pids[-1]}
+start relay "$PP" relay -j "$RELAY_J" -v --max-conns 5 127.0.0.1:0 "127.0.0.1:$eport"; rport=$port; rpid=${pids[-1]}
 
 r=$(timeout 120 python3 "$PEER" limit "$rport" 5)
 [ "$r" = ok ] || fail "--max-conns 5: $r"
@@ -48,7 +57,7 @@ kill -0 "$rpid" 2>/dev/null || fail "the relay died: $(cat "$T/relay.err")"
 # Out of descriptors (a hard limit of 40: about 17 connections): the relay
 # says so, rests its listener instead of spinning on it, and serves again
 # once connections end.
-start relay2 bash -c "ulimit -n 40 && exec \"\$0\" relay -v 127.0.0.1:0 127.0.0.1:$eport" "$PP"
+start relay2 bash -c "ulimit -n 40 && exec \"\$0\" relay -j $RELAY_J -v 127.0.0.1:0 127.0.0.1:$eport" "$PP"
 rport2=$port; rpid2=${pids[-1]}
 r=$(timeout 120 python3 "$PEER" fdlimit "$rport2" 30)
 [ "$(echo "$r" | tail -n 1)" = ok ] || fail "30 connections on 40 descriptors: $r"
@@ -56,9 +65,15 @@ grep -q 'Too many open files' "$T/relay2.err" || fail "no message for the shorta
 kill -0 "$rpid2" 2>/dev/null || fail "the relay died of the shortage: $(tail -n 3 "$T/relay2.err")"
 
 for v in 0 -3 x 2y; do
-	"$PP" relay --max-conns "$v" 127.0.0.1:0 127.0.0.1:1 >/dev/null 2>&1
+	"$PP" relay -j "$RELAY_J" --max-conns "$v" 127.0.0.1:0 127.0.0.1:1 >/dev/null 2>&1
 	rc=$?
 	[ $rc -eq 2 ] || fail "--max-conns '$v': exit $rc, not 2"
+done
+
+for v in 0 -1 x 257; do
+	"$PP" relay -j "$v" 127.0.0.1:0 127.0.0.1:1 >/dev/null 2>&1
+	rc=$?
+	[ $rc -eq 2 ] || fail "-j '$v': exit $rc, not 2"
 done
 
 if [ $fails -gt 0 ]; then

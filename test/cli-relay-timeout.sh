@@ -5,6 +5,15 @@
 # says why.  Waits a few seconds; the checks are on what happened, with
 # margins of many seconds, not on how long it took.
 set -u
+# Every check runs twice: one worker thread (-j 1), then two (-j 2),
+# where connections are spread over workers with an epoll instance each.
+if [ -z "${RELAY_J:-}" ]; then
+	for j in 1 2; do
+		echo "== relay -j $j"
+		RELAY_J=$j bash "$0" "$@" || exit $?
+	done
+	exit 0
+fi
 B=${B:-build}
 PP="$B/pagepipe"
 PEER=$(dirname "$0")/relay-peer.py
@@ -38,7 +47,7 @@ start() {
 }
 
 start echo python3 "$PEER" echo; eport=$port
-start relay "$PP" relay -v -T 3 127.0.0.1:0 "127.0.0.1:$eport"; rport=$port
+start relay "$PP" relay -j "$RELAY_J" -v -T 3 127.0.0.1:0 "127.0.0.1:$eport"; rport=$port
 
 r=$(timeout 120 python3 "$PEER" timeout "$rport" 3)
 [ "$r" = ok ] || fail "-T 3, an idle and a busy connection: $r"
@@ -50,11 +59,11 @@ n=$(grep -c 'idle timeout' "$T/relay.err")
 
 # Bad values are usage errors.
 for v in 0 -1 abc 1x ""; do
-	"$PP" relay -T "$v" 127.0.0.1:0 127.0.0.1:1 >/dev/null 2>"$T/usage.err"
+	"$PP" relay -j "$RELAY_J" -T "$v" 127.0.0.1:0 127.0.0.1:1 >/dev/null 2>"$T/usage.err"
 	rc=$?
 	[ $rc -eq 2 ] || fail "-T '$v': exit $rc, not 2"
 done
-"$PP" relay --timeout=abc 127.0.0.1:0 127.0.0.1:1 >/dev/null 2>&1
+"$PP" relay -j "$RELAY_J" --timeout=abc 127.0.0.1:0 127.0.0.1:1 >/dev/null 2>&1
 [ $? -eq 2 ] || fail "--timeout=abc is not a usage error"
 
 if [ $fails -gt 0 ]; then

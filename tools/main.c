@@ -323,6 +323,20 @@ int parse_opts(int argc, char **argv, const char *shortopts,
 			o->max_conns = v;
 			break;
 		}
+		case 'j': {
+			char *end;
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (!isdigit((unsigned char)*optarg) || errno || *end || !v || v > 256) {
+				warnx("invalid number of threads: '%s' (1 to 256)", optarg);
+				try_help();
+				return -1;
+			}
+			o->threads = (unsigned int)v;
+			break;
+		}
 		case 'u':
 			/* cat -u: POSIX's unbuffered output, which every write here is. */
 			break;

@@ -2,8 +2,10 @@
 /*
  * relay.c - pagepipe relay LISTEN TARGET: a TCP relay through pagepipes.
  *
- * One thread and one epoll instance serve every connection.  A relay is a
- * service people leave running, so an idle connection must cost next to
+ * A few worker threads (-j, default the online CPUs up to 8), each with
+ * its own epoll instance, serve the connections; a connection belongs to
+ * one worker for its whole life (see hand_out() for how it gets there).  A
+ * relay is a service people leave running, so an idle connection must cost next to
  * nothing: two non-blocking sockets and a struct conn, no thread and no
  * buffer.  Each direction gets its pagepipe (and each socket its pp_fdopen
  * file) on its first readable event, and bytes go socket -> pagepipe ->
@@ -32,8 +34,8 @@
  * leaves clients there: the socket to the target is made before the
  * accept); SIGTERM or SIGINT stops accepting
  * and waits for the open connections to end, a second one ends the relay
- * at once.  Signals arrive through a signalfd, so nothing runs in a signal
- * handler and the loop needs no locks.
+ * at once.  Signals arrive through a signalfd in worker 0, so nothing runs
+ * in a signal handler; it tells the other workers through their mailboxes.
  */
 #include "tool.h"
 
@@ -41,6 +43,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -61,10 +64,13 @@ static const char usage_relay[] =
 	"Accept TCP connections on LISTEN and relay each, both ways, to TARGET,\n"
 	"through pagepipes with splice.  LISTEN and TARGET are HOST:PORT (IPv6 as\n"
 	"[ADDR]:PORT).  The end of one direction is passed on as a half-close; an\n"
-	"error or a reset on either side closes the whole connection.  One thread\n"
-	"serves all connections; an idle one holds no buffer.  With LISTEN port 0\n"
-	"the port chosen is printed on standard output as HOST:PORT.\n"
+	"error or a reset on either side closes the whole connection.  Worker\n"
+	"threads, each with its own epoll, serve all connections; an idle one holds\n"
+	"no buffer.  With LISTEN port 0 the port chosen is printed on standard\n"
+	"output as HOST:PORT.\n"
 	"\n"
+	"  -j, --threads=N        serve connections with N worker threads (1 to\n"
+	"                         256); the default is the online CPUs, at most 8\n"
 	"  -T, --timeout=SECONDS  close a connection that moved no byte in either\n"
 	"                         direction for SECONDS (decimals allowed; like\n"
 	"                         socat -T); the default is no timeout\n"
@@ -98,9 +104,13 @@ static const char usage_relay[] =
 #define CONN_SLAB	512
 /* Splice rounds per direction per event, so that one flow cannot starve the rest. */
 #define RELAY_ROUNDS	8
+/* Reads again at once per direction, to grow the library's kernel pipe (dir_run). */
+#define RELAY_PROBES	6
 /* Connections accepted per listener event, for the same reason. */
 #define ACCEPT_BATCH	64
 #define MAX_EVENTS	256
+/* -j default: the online CPUs, up to this many worker threads. */
+#define RELAY_MAX_DEFAULT	8
 /* After EMFILE and the like, the listener rests this long, or until a close. */
 #define ACCEPT_PAUSE_MS	1000
 
@@ -121,6 +131,8 @@ struct dir {
 	size_t size;			/* the pagepipe's size */
 	size_t queued;			/* bytes in the pagepipe */
 	uint64_t bytes;			/* delivered to the destination */
+	size_t best;			/* the largest read so far */
+	unsigned int probes;		/* reads again at once, to grow the kernel's pipe */
 	bool eof;			/* the source ended */
 	bool shut;			/* and that was passed on */
 };
@@ -139,7 +151,28 @@ struct conn {
 	char peer[56];			/* the client's address, for the log */
 };
 
+/* What the workers share: counters, the progress line, the stop flags. */
+struct shared {
+	struct progress pg;
+	_Atomic unsigned long active, total;
+	atomic_bool draining;		/* SIGTERM or SIGINT came: no new connection */
+	atomic_bool quit;		/* the relay ends now: close everything */
+	unsigned int nworkers;
+	struct relay **workers;
+	unsigned int next;		/* the acceptor's round-robin start */
+	char extra[64];
+};
+
+/*
+ * One worker: a thread with its own epoll instance and its own connections,
+ * which no other thread touches, so the data path takes no lock.  Worker 0
+ * is the main thread; it also holds the listener and the signalfd.
+ */
 struct relay {
+	struct shared *sh;
+	unsigned int index;
+	pthread_t thread;
+	/* The configuration, the same in every worker (copied before the threads start). */
 	struct sockaddr_storage target;
 	socklen_t target_len;
 	const char *target_name;	/* as given, for connect errors */
@@ -147,11 +180,11 @@ struct relay {
 	bool verbose;
 	uint64_t timeout_ms;		/* 0: none */
 	unsigned long max_conns;	/* 0: no limit */
-	struct progress pg;
-	_Atomic unsigned long active, total;
-	char extra[64];
 
 	int epfd, lfd, sfd;
+	int mbox[2];			/* this worker's mailbox: a kernel pipe of struct msg */
+	_Atomic unsigned long nconns;	/* connections handed to this worker and not closed */
+	unsigned int done;		/* worker 0: workers that have ended */
 	int spare;			/* the next connection's socket to the target */
 	bool draining, listen_paused;
 	bool short_logged;		/* the shortage of descriptors was reported */
@@ -162,7 +195,23 @@ struct relay {
 	struct conn *dead;		/* closed in this batch, freed after it */
 	struct conn *free_conns;	/* from the slabs, for the next accepts */
 	bool sigint;			/* SIGINT is handled (it was not ignored) */
+	char tag_mbox;			/* epoll's data for the mailbox */
 };
+
+/*
+ * The acceptor's word to a worker.  At most PIPE_BUF bytes, so that each
+ * write to a mailbox is whole, and readers see whole messages.
+ */
+enum msg_type { MSG_CONN, MSG_WAKE, MSG_DONE };
+
+struct msg {
+	enum msg_type type;
+	int fd, spare;			/* MSG_CONN: the client, the socket to the target */
+	socklen_t sl;
+	unsigned long id;
+	struct sockaddr_storage ss;
+};
+_Static_assert(sizeof(struct msg) <= PIPE_BUF, "a mailbox message must be one atomic write");
 
 /* Tags for epoll's data: the listener and the signalfd are no struct end. */
 static char tag_listen, tag_signal;
@@ -421,6 +470,8 @@ static void conn_release(struct conn *c)
 			pp_close(d->pipe[1]);
 		d->pipe[0] = d->pipe[1] = NULL;
 		d->size = 0;
+		d->best = 0;
+		d->probes = 0;
 		if (e->f)
 			pp_close(e->f);
 		e->f = NULL;
@@ -477,8 +528,12 @@ static void conn_close(struct relay *r, struct conn *c, const char *why)
 	c->state = CONN_DEAD;
 	c->next = r->dead;
 	r->dead = c;
-	atomic_fetch_sub(&r->active, 1);
-	/* A descriptor is free again: a listener resting after EMFILE may go on. */
+	atomic_fetch_sub(&r->sh->active, 1);
+	atomic_fetch_sub(&r->nconns, 1);
+	/*
+	 * A descriptor is free again: a listener resting after EMFILE may go
+	 * on (a close in another worker is seen when the rest ends).
+	 */
 	r->resume_ms = 0;
 }
 
@@ -541,7 +596,7 @@ static int dir_run(struct relay *r, struct conn *c, int i, const char **what)
 		return err;
 	}
 	for (int round = 0; round < RELAY_ROUNDS; round++) {
-		bool moved = false, blocked = false;
+		bool moved = false, blocked = false, drained = false;
 		ssize_t n;
 
 		/* While bytes wait for the destination, reading only fills the pagepipe. */
@@ -559,6 +614,28 @@ static int dir_run(struct relay *r, struct conn *c, int i, const char **what)
 				 */
 				if ((size_t)n == room || (size_t)n >= RELAY_STAGE_MIN / 2)
 					dir_grow(d);
+				/*
+				 * The library keeps socket bytes in a private kernel
+				 * pipe sized for the small pagepipe (128 KiB), and grows
+				 * it only when a read finds it full: drained by every
+				 * write, it never would, and a bulk flow would move
+				 * 120 KB a splice for ever.  So a big read that came up
+				 * to the best so far, short of the room, reads again at
+				 * once, a few times per direction: the bytes are there,
+				 * nothing waits, and the private pipe grows.  Only up
+				 * to half the pagepipe: a private pipe full at its
+				 * largest would send the bytes the copying way.
+				 */
+				if ((size_t)n >= RELAY_STAGE_MIN / 2 && (size_t)n >= d->best &&
+				    d->queued < d->size / 2 && d->probes < RELAY_PROBES) {
+					d->best = (size_t)n;
+					d->probes++;
+					round--;
+					continue;
+				}
+				if ((size_t)n > d->best)
+					d->best = (size_t)n;
+				drained = (size_t)n < RELAY_STAGE_MIN / 2 && (size_t)n < room;
 			} else if (n == 0) {
 				d->eof = true;
 			} else if (errno != EAGAIN && errno != EINTR) {
@@ -571,7 +648,7 @@ static int dir_run(struct relay *r, struct conn *c, int i, const char **what)
 			if (n > 0) {
 				d->queued -= (size_t)n;
 				d->bytes += (uint64_t)n;
-				progress_add(&r->pg, (uint64_t)n);
+				progress_add(&r->sh->pg, (uint64_t)n);
 				moved = true;
 			} else if (n < 0 && errno == EAGAIN) {
 				blocked = true;
@@ -588,8 +665,16 @@ static int dir_run(struct relay *r, struct conn *c, int i, const char **what)
 		}
 		if (moved)
 			touch(r, c, now_ms());
-		/* The source is empty, or the destination full: wait for epoll. */
-		if (!moved || blocked)
+		/*
+		 * The source is empty, or the destination full: wait for epoll.
+		 * A small read that got less than it asked for most likely
+		 * emptied the socket: once those bytes are out, reading again
+		 * would only say EAGAIN (a splice per small message), and
+		 * epoll, level-triggered, reports what came since.  Not after
+		 * a big read: in a bulk flow more has come while the bytes
+		 * went out, and reading it now saves an epoll_wait.
+		 */
+		if (!moved || blocked || (drained && !d->queued))
 			break;
 	}
 	return 0;
@@ -678,28 +763,25 @@ static void conn_event(struct relay *r, struct end *e, uint32_t ev)
 		conn_settle(r, c);
 }
 
-static void conn_start(struct relay *r, int fd, const struct sockaddr_storage *ss, socklen_t sl)
+/*
+ * A connection handed to this worker: the acceptor counted it (active,
+ * nconns) and made its socket to the target.
+ */
+static void conn_start(struct relay *r, const struct msg *m)
 {
 	struct conn *c;
-	int one = 1, s, err;
+	int one = 1, s = m->spare, fd = m->fd, err;
 
-	/* accept_some() made the socket to the target first. */
 	c = conn_alloc(r);
 	if (!c) {
 		close(fd);
+		close(s);
+		atomic_fetch_sub(&r->sh->active, 1);
+		atomic_fetch_sub(&r->nconns, 1);
 		return;
 	}
-	c->id = atomic_fetch_add(&r->total, 1) + 1;
-	format_addr((const struct sockaddr *)ss, sl, c->peer, sizeof(c->peer));
-	if (r->max_conns && atomic_load(&r->active) >= r->max_conns) {
-		if (r->verbose)
-			rlog(r, c, "refused: %lu connections open (--max-conns)",
-			     atomic_load(&r->active));
-		close(fd);
-		c->next = r->free_conns;
-		r->free_conns = c;
-		return;
-	}
+	c->id = m->id;
+	format_addr((const struct sockaddr *)&m->ss, m->sl, c->peer, sizeof(c->peer));
 	for (int i = 0; i < 2; i++) {
 		c->end[i].c = c;
 		c->end[i].fd = -1;
@@ -707,14 +789,11 @@ static void conn_start(struct relay *r, int fd, const struct sockaddr_storage *s
 	c->end[0].fd = fd;
 	c->start_ms = c->last_ms = now_ms();
 	c->state = CONN_CONNECTING;
-	atomic_fetch_add(&r->active, 1);
 	list_add(r, c);
 	if (r->verbose)
 		rlog(r, c, "open");
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 
-	s = r->spare;
-	r->spare = -1;
 	c->end[1].fd = s;
 	if (connect(s, (struct sockaddr *)&r->target, r->target_len) == 0) {
 		conn_connected(r, c);
@@ -730,16 +809,92 @@ static void conn_start(struct relay *r, int fd, const struct sockaddr_storage *s
 		connect_failed(r, c, -err);
 }
 
+/* A word to worker w; false if its mailbox is full. */
+static bool post(struct relay *w, const struct msg *m)
+{
+	return write(w->mbox[1], m, sizeof(*m)) == (ssize_t)sizeof(*m);
+}
+
+/* Wake every other worker to look at the flags. */
+static void post_all(struct relay *r, enum msg_type type)
+{
+	struct msg m = { .type = type, .fd = -1, .spare = -1 };
+
+	/* A full mailbox wakes its worker anyway. */
+	for (unsigned int i = 0; i < r->sh->nworkers; i++)
+		if (r->sh->workers[i] != r)
+			post(r->sh->workers[i], &m);
+}
+
+/*
+ * A client accepted by worker 0 (it holds the only listener): count it
+ * against --max-conns, and give it to the worker with the fewest
+ * connections, whose mailbox it reaches as one atomic pipe write.
+ *
+ * Why one acceptor and not a SO_REUSEPORT listener per worker: with
+ * SO_REUSEPORT a second relay started on the same port by the same user
+ * would share it silently rather than fail with EADDRINUSE, the kernel's
+ * hash may hand a worker more than its share, and a worker at EMFILE
+ * would leave its share of clients in its own backlog while the others
+ * have room.  Nor EPOLLEXCLUSIVE on a shared listener: it tends to wake
+ * the same worker, which would serve nearly everything.  Accepting is
+ * rare next to the data path, and each worker still owns its connections.
+ */
+static void hand_out(struct relay *r, int fd, const struct sockaddr_storage *ss, socklen_t sl)
+{
+	struct shared *sh = r->sh;
+	struct msg m = { .type = MSG_CONN, .fd = fd, .spare = r->spare, .sl = sl };
+	struct relay *w = r;
+	unsigned long least = ULONG_MAX;
+
+	m.id = atomic_fetch_add(&sh->total, 1) + 1;
+	memcpy(&m.ss, ss, sl);
+	if (r->max_conns && atomic_fetch_add(&sh->active, 1) >= r->max_conns) {
+		struct conn tmp = { .id = m.id };
+
+		atomic_fetch_sub(&sh->active, 1);
+		if (r->verbose) {
+			format_addr((const struct sockaddr *)ss, sl, tmp.peer, sizeof(tmp.peer));
+			rlog(r, &tmp, "refused: %lu connections open (--max-conns)",
+			     atomic_load(&sh->active));
+		}
+		close(fd);
+		return;
+	}
+	if (!r->max_conns)
+		atomic_fetch_add(&sh->active, 1);
+	r->spare = -1;
+	for (unsigned int k = 0; k < sh->nworkers; k++) {
+		struct relay *x = sh->workers[(sh->next + k) % sh->nworkers];
+		unsigned long n = atomic_load(&x->nconns);
+
+		if (n < least) {
+			least = n;
+			w = x;
+		}
+	}
+	sh->next = (sh->next + 1) % sh->nworkers;
+	atomic_fetch_add(&w->nconns, 1);
+	/* Its mailbox full (a worker that lags far behind): serve the client here. */
+	if (w != r && !post(w, &m)) {
+		atomic_fetch_sub(&w->nconns, 1);
+		atomic_fetch_add(&r->nconns, 1);
+		w = r;
+	}
+	if (w == r)
+		conn_start(r, &m);
+}
+
 /* ------------------------------------------------------------------------
  * The listener and the loop.
  */
 static const char *relay_extra(void *arg)
 {
-	struct relay *r = arg;
+	struct shared *sh = arg;
 
-	snprintf(r->extra, sizeof(r->extra), "%lu connections (%lu open)",
-		 atomic_load(&r->total), atomic_load(&r->active));
-	return r->extra;
+	snprintf(sh->extra, sizeof(sh->extra), "%lu connections (%lu open)",
+		 atomic_load(&sh->total), atomic_load(&sh->active));
+	return sh->extra;
 }
 
 /* Bind and listen on LISTEN; with port 0, print the port the kernel chose. */
@@ -795,7 +950,7 @@ static void pause_accept(struct relay *r, int err)
 	/* Once a shortage: the listener comes back each second to look again. */
 	if (!r->short_logged)
 		rlog(r, NULL, "%s (%lu connections open): accepting again when one closes",
-		     strerror(err), atomic_load(&r->active));
+		     strerror(err), atomic_load(&r->sh->active));
 	r->short_logged = true;
 	r->resume_ms = now_ms() + ACCEPT_PAUSE_MS;
 	/* Refused: the listener stays watched, and the loop retries at once. */
@@ -836,7 +991,7 @@ static int accept_some(struct relay *r)
 
 		if (fd >= 0) {
 			r->short_logged = false;
-			conn_start(r, fd, &ss, sl);
+			hand_out(r, fd, &ss, sl);
 			continue;
 		}
 		switch (errno) {
@@ -884,7 +1039,7 @@ static void on_signal(struct relay *r)
 		if (r->draining) {
 			/* The second signal: end at once, by that signal, as an unhandled one would. */
 			rlog(r, NULL, "%s again: exiting with %lu connections open", signame(sig),
-			     atomic_load(&r->active));
+			     atomic_load(&r->sh->active));
 			progress_end_line();
 			signal(sig, SIG_DFL);
 			sigemptyset(&set);
@@ -894,10 +1049,12 @@ static void on_signal(struct relay *r)
 			_exit(128 + sig);
 		}
 		r->draining = true;
+		atomic_store(&r->sh->draining, true);
 		stop_listening(r);
-		if (r->verbose || atomic_load(&r->active))
+		post_all(r, MSG_WAKE);
+		if (r->verbose || atomic_load(&r->sh->active))
 			rlog(r, NULL, "%s: no longer accepting; draining %lu connections",
-			     signame(sig), atomic_load(&r->active));
+			     signame(sig), atomic_load(&r->sh->active));
 	}
 }
 
@@ -971,21 +1128,54 @@ static int min_wait(int a, int b)
 	return a < b ? a : b;
 }
 
+/* Read the mailbox: new connections, and wake-ups for the flags. */
+static void on_mbox(struct relay *r)
+{
+	struct msg m[16];
+	ssize_t n;
+
+	while ((n = read(r->mbox[0], m, sizeof(m))) > 0) {
+		for (size_t i = 0; i < (size_t)n / sizeof(m[0]); i++) {
+			if (m[i].type == MSG_CONN)
+				conn_start(r, &m[i]);
+			else if (m[i].type == MSG_DONE)
+				r->done++;
+		}
+		free_dead(r);
+	}
+}
+
+/*
+ * Draining, a worker ends once its connections have; worker 0, which
+ * holds the signalfd for a second signal, once every worker has ended.
+ */
+static bool finished(struct relay *r)
+{
+	if (!r->draining || atomic_load(&r->nconns))
+		return false;
+	return r->index || r->done == r->sh->nworkers - 1;
+}
+
 static int event_loop(struct relay *r)
 {
 	struct epoll_event evs[MAX_EVENTS];
 	uint64_t next_tick = now_ms() + 500;
+	struct shared *sh = r->sh;
 	int status = EXIT_OK;
 
-	while (!r->draining || atomic_load(&r->active)) {
+	for (;;) {
 		int wait = -1, n;
 		uint64_t now = now_ms();
 
+		if (atomic_load(&sh->quit))
+			break;
+		if (!r->draining && atomic_load(&sh->draining))
+			r->draining = true;
 		if (r->timeout_ms)
 			wait = expire(r, now);
 		wait = min_wait(wait, release_quiet(r, now));
 		free_dead(r);
-		if (r->draining && !atomic_load(&r->active))
+		if (finished(r))
 			break;
 		if (r->listen_paused && r->lfd >= 0) {
 			if (r->resume_ms <= now) {
@@ -995,9 +1185,9 @@ static int event_loop(struct relay *r)
 			if (r->listen_paused)
 				wait = min_wait(wait, (int)(r->resume_ms - now));
 		}
-		if (r->pg.on) {
+		if (!r->index && sh->pg.on) {
 			if (next_tick <= now) {
-				progress_tick(&r->pg, false);
+				progress_tick(&sh->pg, false);
 				next_tick = now + 500;
 			}
 			wait = min_wait(wait, (int)(next_tick - now));
@@ -1007,12 +1197,15 @@ static int event_loop(struct relay *r)
 			if (errno == EINTR)
 				continue;
 			warn_err(errno, "epoll_wait");
-			return EXIT_FAIL;
+			status = EXIT_FAIL;
+			break;
 		}
 		for (int i = 0; i < n; i++) {
 			void *p = evs[i].data.ptr;
 
-			if (p == &tag_signal) {
+			if (p == &r->tag_mbox) {
+				on_mbox(r);
+			} else if (p == &tag_signal) {
 				on_signal(r);
 			} else if (p == &tag_listen) {
 				int err;
@@ -1032,12 +1225,39 @@ static int event_loop(struct relay *r)
 		free_dead(r);
 	}
 out:
-	if (r->verbose)
-		rlog(r, NULL, "exiting: %lu connections served", atomic_load(&r->total));
+	if (status != EXIT_OK) {
+		/* The relay ends: every worker closes what it holds. */
+		atomic_store(&sh->quit, true);
+		post_all(r, MSG_WAKE);
+	}
 	while (r->oldest)
 		conn_close(r, r->oldest, "relay ending");
 	free_dead(r);
+	/* Connections still in the mailbox: the acceptor counted them. */
+	if (r->index) {
+		struct msg m;
+
+		while (read(r->mbox[0], &m, sizeof(m)) == (ssize_t)sizeof(m)) {
+			if (m.type != MSG_CONN)
+				continue;
+			close(m.fd);
+			close(m.spare);
+			atomic_fetch_sub(&sh->active, 1);
+			atomic_fetch_sub(&r->nconns, 1);
+		}
+	}
 	return status;
+}
+
+static void *worker_main(void *arg)
+{
+	struct relay *w = arg;
+	struct msg m = { .type = MSG_DONE, .fd = -1, .spare = -1 };
+	int status = event_loop(w);
+
+	/* Worker 0's mailbox holds at most one word from each worker: it cannot be full. */
+	post(w->sh->workers[0], &m);
+	return (void *)(intptr_t)status;
 }
 
 /*
@@ -1109,27 +1329,71 @@ static int setup_signals(struct relay *r)
 	return 0;
 }
 
+/* A worker's epoll instance and mailbox. */
+static int worker_init(struct relay *w)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &w->tag_mbox };
+
+	w->epfd = w->lfd = w->sfd = w->spare = w->mbox[0] = w->mbox[1] = -1;
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (w->epfd < 0)
+		return -errno;
+	if (pipe2(w->mbox, O_NONBLOCK | O_CLOEXEC) < 0)
+		return -errno;
+	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->mbox[0], &ev) < 0)
+		return -errno;
+	return 0;
+}
+
+static void worker_fini(struct relay *w)
+{
+	stop_listening(w);
+	if (w->spare >= 0)
+		close(w->spare);
+	if (w->sfd >= 0)
+		close(w->sfd);
+	for (int i = 0; i < 2; i++)
+		if (w->mbox[i] >= 0)
+			close(w->mbox[i]);
+	if (w->epfd >= 0)
+		close(w->epfd);
+}
+
+/* -j default: one worker per online CPU, at most RELAY_MAX_DEFAULT. */
+static unsigned int default_workers(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		return 1;
+	return n > RELAY_MAX_DEFAULT ? RELAY_MAX_DEFAULT : (unsigned int)n;
+}
+
 int cmd_relay(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "max-conns", required_argument, NULL, OPT_MAX_CONNS },
+		{ "threads", required_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .progress = PROGRESS_OFF };
-	static struct relay r;
+	static struct shared sh;
+	static struct relay cfg;
+	struct relay *r;
 	struct sockaddr_storage la;
 	socklen_t la_len;
 	int first, err, status;
+	unsigned int started;
 
-	first = parse_opts(argc, argv, "vT:", longopts, usage_relay, &o);
+	first = parse_opts(argc, argv, "vT:j:", longopts, usage_relay, &o);
 	if (first < 0)
 		return first == -2 ? EXIT_OK : EXIT_USAGE;
 	if (check_operands(argc, argv, first, 2))
 		return EXIT_USAGE;
 	for (int i = 0; i < 2; i++) {
-		err = i ? resolve(argv[first + 1], false, &r.target, &r.target_len) :
+		err = i ? resolve(argv[first + 1], false, &cfg.target, &cfg.target_len) :
 			  resolve(argv[first], true, &la, &la_len);
 
 		if (err == -EINVAL || err == -ENAMETOOLONG)
@@ -1141,53 +1405,105 @@ int cmd_relay(int argc, char **argv)
 		if (err)
 			return EXIT_FAIL;
 	}
-	r.target_name = argv[first + 1];
-	format_addr((struct sockaddr *)&r.target, r.target_len, r.target_addr,
-		    sizeof(r.target_addr));
-	r.verbose = o.verbose;
-	r.timeout_ms = o.timeout_ms;
-	r.max_conns = o.max_conns;
-	r.sfd = -1;
-	r.spare = -1;
-	raise_nofile(&r);
+	cfg.target_name = argv[first + 1];
+	format_addr((struct sockaddr *)&cfg.target, cfg.target_len, cfg.target_addr,
+		    sizeof(cfg.target_addr));
+	cfg.verbose = o.verbose;
+	cfg.timeout_ms = o.timeout_ms;
+	cfg.max_conns = o.max_conns;
+	cfg.sh = &sh;
+	sh.nworkers = o.threads ? o.threads : default_workers();
+	sh.workers = calloc(sh.nworkers, sizeof(*sh.workers));
+	if (!sh.workers) {
+		warn_err(errno, "workers");
+		return EXIT_FAIL;
+	}
+	for (unsigned int i = 0; i < sh.nworkers; i++) {
+		struct relay *w = calloc(1, sizeof(*w));
+
+		if (!w) {
+			warn_err(errno, "workers");
+			return EXIT_FAIL;
+		}
+		*w = cfg;
+		w->index = i;
+		sh.workers[i] = w;
+		err = worker_init(w);
+		if (err) {
+			warn_err(-err, "epoll");
+			return EXIT_FAIL;
+		}
+	}
+	r = sh.workers[0];
+	raise_nofile(r);
 	/* Every big pagepipe is RELAY_STAGE: raise the library's limit once. */
 	if (pp_pipe_get_max_size() < RELAY_STAGE)
 		pp_pipe_set_max_size(RELAY_STAGE);
-	/* Signals first: one sent once the port is printed must find them handled. */
-	r.epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (r.epfd < 0 || (err = setup_signals(&r)) < 0) {
-		warn_err(r.epfd < 0 ? errno : -err, "signals");
+	/*
+	 * Signals first: one sent once the port is printed must find them
+	 * handled.  Blocked before the workers start, they inherit the mask,
+	 * and only the signalfd in worker 0 takes SIGTERM and SIGINT.
+	 */
+	err = setup_signals(r);
+	if (err < 0) {
+		warn_err(-err, "signals");
 		return EXIT_FAIL;
 	}
-	r.lfd = open_listener(argv[first], &la, la_len);
-	if (r.lfd < 0)
+	r->lfd = open_listener(argv[first], &la, la_len);
+	if (r->lfd < 0)
 		return EXIT_FAIL;
-	err = listen_watch(&r, true);
+	err = listen_watch(r, true);
 	if (err < 0) {
 		warn_err(-err, "epoll");
 		return EXIT_FAIL;
 	}
-	if (r.verbose) {
+	if (r->verbose) {
 		struct sockaddr_storage bound;
 		socklen_t bl = sizeof(bound);
 		char name[56] = "?";
 
 		/* The address bound, with the port the kernel chose for port 0. */
-		if (getsockname(r.lfd, (struct sockaddr *)&bound, &bl) == 0)
+		if (getsockname(r->lfd, (struct sockaddr *)&bound, &bl) == 0)
 			format_addr((struct sockaddr *)&bound, bl, name, sizeof(name));
-		rlog(&r, NULL, "listening on %s, relaying to %s", name, r.target_addr);
+		rlog(r, NULL, "listening on %s, relaying to %s, %u worker thread%s", name,
+		     r->target_addr, sh.nworkers, sh.nworkers == 1 ? "" : "s");
 	}
 
-	progress_init(&r.pg, o.progress);
-	r.pg.extra = relay_extra;
-	r.pg.extra_arg = &r;
-	status = event_loop(&r);
-	if (r.pg.on)
-		progress_tick(&r.pg, true);
-	stop_listening(&r);
-	if (r.spare >= 0)
-		close(r.spare);
-	close(r.sfd);
-	close(r.epfd);
+	progress_init(&sh.pg, o.progress);
+	sh.pg.extra = relay_extra;
+	sh.pg.extra_arg = &sh;
+	for (started = 1; started < sh.nworkers; started++) {
+		struct relay *w = sh.workers[started];
+
+		err = pthread_create(&w->thread, NULL, worker_main, w);
+		if (err) {
+			warn_err(err, "worker thread");
+			break;
+		}
+	}
+	if (started == sh.nworkers) {
+		status = event_loop(r);
+	} else {
+		/* Fewer threads than asked: end those started. */
+		status = EXIT_FAIL;
+		atomic_store(&sh.quit, true);
+		post_all(r, MSG_WAKE);
+	}
+	for (unsigned int i = 1; i < started; i++) {
+		void *ret;
+
+		pthread_join(sh.workers[i]->thread, &ret);
+		if ((intptr_t)ret != EXIT_OK)
+			status = EXIT_FAIL;
+		worker_fini(sh.workers[i]);
+		free(sh.workers[i]);
+	}
+	if (r->verbose)
+		rlog(r, NULL, "exiting: %lu connections served", atomic_load(&sh.total));
+	if (sh.pg.on)
+		progress_tick(&sh.pg, true);
+	worker_fini(r);
+	free(r);
+	free(sh.workers);
 	return status;
 }

@@ -213,6 +213,7 @@ struct opts {
 	uint64_t size;
 	uint64_t timeout_ms;		/* relay -T; 0: none */
 	unsigned long max_conns;	/* relay --max-conns; 0: no limit */
+	unsigned int threads;		/* relay -j; 0: the default */
 };
 
 struct option;
