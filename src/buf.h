@@ -91,6 +91,7 @@ struct pp__kpipe;
 extern const struct pp_buf_ops pp__kernel_buf_ops;
 struct pp__kpipe *pp__kpipe_get(struct pp_pipe *p);	/* wr_mutex held */
 void     pp__kpipe_free(struct pp__kpipe *kp);
+void     pp__kpipe_resize(struct pp_pipe *p);	/* both side locks held */
 bool     pp__kbuf_source(struct pp_file *in);
 extern bool pp__kbuf_disabled;		/* tests: sources go the copying way */
 ssize_t  pp__kbuf_splice_in(struct pp_file *in, struct pp_file *out, size_t len,

@@ -159,6 +159,13 @@ struct pp__kpipe *pp__kpipe_get(struct pp_pipe *p)
 	return kp;
 }
 
+/* After a resize, both side locks held: grow with the ring (never shrink). */
+void pp__kpipe_resize(struct pp_pipe *p)
+{
+	if (p->kpipe)
+		kpipe_grow(p->kpipe, 2 * pp__pipe_max_usage(p));
+}
+
 void pp__kpipe_free(struct pp__kpipe *kp)
 {
 	if (!kp)

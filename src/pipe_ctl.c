@@ -186,6 +186,8 @@ ssize_t pp__pipe_set_size(struct pp_pipe *p, unsigned long arg)
 	__atomic_store_n(&p->max_usage, nr_slots, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->tail, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&p->head, n, __ATOMIC_RELEASE);
+	/* A private kernel pipe keeps up, so that it holds what the ring may (kbuf.c). */
+	pp__kpipe_resize(p);
 out_unlock:
 	pp__pipe_unlock_producer(p);
 	if (locked)
