@@ -29,6 +29,18 @@ static void mutex_init(pthread_mutex_t *m)
 	pthread_mutexattr_destroy(&attr);
 }
 
+struct pp__ring *pp__ring_alloc(unsigned int size)
+{
+	struct pp__ring *r;
+
+	if (pp__fault(PP_FAULT_ALLOC))
+		return NULL;
+	r = calloc(1, sizeof(*r) + (size_t)size * sizeof(r->slot[0]));
+	if (r)
+		r->size = size;
+	return r;
+}
+
 static struct pp_pipe *pipe_alloc(void)
 {
 	struct pp_pipe *p;
@@ -40,12 +52,13 @@ static struct pp_pipe *pipe_alloc(void)
 	if (!p)
 		return NULL;
 	memset(p, 0, sizeof(*p));
-	p->ring_size = pp__ring_size_for(PP_DEF_SLOTS);
-	p->slots = calloc(p->ring_size, sizeof(*p->slots));
-	if (!p->slots) {
+	p->ring = pp__ring_alloc(pp__ring_size_for(PP_DEF_SLOTS));
+	if (!p->ring) {
 		free(p);
 		return NULL;
 	}
+	p->slots = p->ring->slot;
+	p->ring_size = p->ring->size;
 	mutex_init(&p->mutex);
 	mutex_init(&p->rd_mutex);
 	mutex_init(&p->wr_mutex);
@@ -75,7 +88,13 @@ static void pipe_free(struct pp_pipe *p)
 	pthread_mutex_destroy(&p->mutex);
 	pthread_mutex_destroy(&p->rd_mutex);
 	pthread_mutex_destroy(&p->wr_mutex);
-	free(p->slots);
+	while (p->retired) {
+		struct pp__ring *r = p->retired;
+
+		p->retired = r->retired;
+		free(r);
+	}
+	free(p->ring);
 	free(p);
 }
 
@@ -213,14 +232,6 @@ static ssize_t slot_reopen(struct pp_pipe *p, struct pp_iov_iter *it, size_t n)
 	end = __atomic_load_n(&s->end, __ATOMIC_RELAXED);
 	if ((end & (SLOT_MERGE | SLOT_DRAINED | SLOT_SEALED)) != (SLOT_MERGE | SLOT_DRAINED))
 		return 0;
-	/*
-	 * The consumer marks p->drained after its CAS: until that store is
-	 * seen, leave the slot alone, or our clearing of the mark below could
-	 * come before the consumer's setting of it and leave a stale mark on
-	 * a slot that holds bytes.
-	 */
-	if (!pp__pipe_drained_is(__atomic_load_n(&p->drained, __ATOMIC_ACQUIRE), p->head - 1))
-		return 0;
 	/* Acquire: the consumer's last copy out of the page is done. */
 	if (!__atomic_compare_exchange_n(&s->end, &end, end | SLOT_WRITING, false,
 					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
@@ -235,10 +246,12 @@ static ssize_t slot_reopen(struct pp_pipe *p, struct pp_iov_iter *it, size_t n)
 		return -EFAULT;
 	}
 	s->buf.offset = 0;
-	/* Release: the offset and the bytes before the end that shows them. */
+	/*
+	 * Release: the offset and the bytes before the end that shows them.
+	 * Clearing SLOT_DRAINED is what makes the slot count again
+	 * (pp__pipe_occupancy); the caller wakes readers after this store.
+	 */
 	__atomic_store_n(&s->end, SLOT_MERGE | (unsigned int)n, __ATOMIC_RELEASE);
-	/* It holds bytes again; the caller wakes readers after this store. */
-	__atomic_store_n(&p->drained, 0, __ATOMIC_RELEASE);
 	return (ssize_t)n;
 }
 
@@ -365,11 +378,10 @@ static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
 		}
 		if (buf->len)
 			break;
-		if (keep && tail + 1 == head && tail != UINT_MAX && pp__pipe_can_drain(p) &&
+		if (keep && tail + 1 == head && pp__pipe_can_drain(p) &&
 		    (__atomic_load_n(&s->end, __ATOMIC_RELAXED) & SLOT_MERGE)) {
+			/* Once marked it takes no room (pp__pipe_occupancy). */
 			if (slot_drain(s)) {
-				/* Now it takes no room: tell pp__pipe_occupancy(). */
-				__atomic_store_n(&p->drained, tail + 1, __ATOMIC_RELEASE);
 				*drained = true;
 				pp__pipe_wake_writers(p);
 				pp__pipe_trim_tmp_pages(p);

@@ -93,12 +93,29 @@ struct pp_slot {
 	unsigned int end;		/* atomic: see above */
 };
 
+/*
+ * The slot array, with its size, so that a glance without locks
+ * (pp__pipe_occupancy) indexes the array it loaded and no other.  A resize
+ * (pipe_ctl.c) replaces it but frees nothing: the old array goes on the
+ * pipe's list of retired ones, to be reused by a later resize to the same
+ * size or freed with the pipe, so a waiter that loaded it long ago still
+ * reads memory that is there.  Ring sizes are powers of two, so the list
+ * holds at most one array per size: less than twice the largest.
+ */
+struct pp__ring {
+	struct pp__ring *retired;	/* next on the pipe's list (under both side locks) */
+	unsigned int size;
+	struct pp_slot slot[];
+};
+
 struct pp_pipe {
 	/*
 	 * Read-mostly: changed only under both side locks (resize) or once.
 	 */
-	struct pp_slot *slots;
-	unsigned int ring_size;		/* a power of two above max_usage: see SLOT_DRAINED */
+	struct pp__ring *ring;		/* atomic: for glances; lock holders use: */
+	struct pp_slot *slots;		/*   ring->slot */
+	unsigned int ring_size;		/*   ring->size, a power of two above max_usage: see SLOT_DRAINED */
+	struct pp__ring *retired;	/* arrays a resize replaced, kept for glances */
 	unsigned int max_usage;		/* slots producers may fill; atomic loads */
 	/*
 	 * The private kernel pipe of kernel-resident buffers (kbuf.c): made
@@ -129,13 +146,11 @@ struct pp_pipe {
 	 * the consumer last ran, so a waiting writer knows to spin or yield.
 	 */
 	_Alignas(PP_CACHELINE) pthread_mutex_t rd_mutex;
-	int rd_cpu;
 	struct pp__loan *loan;		/* the read loan in progress (zerocopy.c), under rd_mutex */
 	bool loan_active;		/* atomic: a loan holds rd_mutex */
 	pthread_t loan_owner;		/* atomic: the thread that holds it, while loan_active */
 
 	_Alignas(PP_CACHELINE) unsigned int tail;	/* free running; release store by the consumer */
-	unsigned int drained;		/* atomic: index + 1 of the drained slot (SLOT_DRAINED), or stale */
 
 	_Alignas(PP_CACHELINE) unsigned int rd_wait;
 	unsigned int rd_sleepers;
@@ -143,7 +158,6 @@ struct pp_pipe {
 
 	/* The producer's side, likewise. */
 	_Alignas(PP_CACHELINE) pthread_mutex_t wr_mutex;
-	int wr_cpu;
 
 	_Alignas(PP_CACHELINE) unsigned int head;	/* free running; release store by the producer */
 
@@ -151,9 +165,20 @@ struct pp_pipe {
 	unsigned int wr_sleepers;
 	bool wr_woken;
 
+	/*
+	 * Where each side last ran, for the peer's choice between spinning and
+	 * yielding: stored only when it changes, and read by the peer at each
+	 * wait, so on a line of its own and not beside a lock the owner writes
+	 * at every call (that would move the line across CPUs twice a message).
+	 */
+	_Alignas(PP_CACHELINE) int rd_cpu;
+	int wr_cpu;
+
 	/* Pages kept for the next write: atomic, so producers need no lock. */
 	_Alignas(PP_CACHELINE) _Atomic(void *) tmp_page[PP_TMP_PAGES];
 };
+
+struct pp__ring *pp__ring_alloc(unsigned int size);
 
 static inline unsigned int pp__pipe_head(const struct pp_pipe *p)
 {
@@ -188,28 +213,31 @@ static inline struct pp_slot *pp__pipe_slot(const struct pp_pipe *p, unsigned in
 /*
  * Slots holding bytes.  A glance without locks, exact for a side holding
  * its own lock about its own index; a waiter re-checks after any change.
- * It reads no slot: a waiter holds no lock, and a resize may free the
- * slots under it.  `drained` names the drained slot (its index + 1), which
- * can only be the one at tail; retiring it moves tail past it, which is
- * enough to make the mark stale.
+ * A drained slot (SLOT_DRAINED: emptied, kept for the next write) takes no
+ * room; it can only be the one at tail, and retiring it moves tail past
+ * it.  A waiter holds no lock, so the slot it reads may belong to an array
+ * a resize has since replaced, or to a later turn of the ring: a stale
+ * answer, never a wild read (struct pp__ring), and the change that made it
+ * stale wakes the waiter to look again.
+ *
+ * Reading the slot itself, rather than a pipe-wide mark of the drained
+ * slot, keeps message traffic on the slot's line and the page's: a mark
+ * both sides store at every message would be a third line crossing CPUs
+ * twice per message.
  */
-/*
- * Is `drained` (a load of p->drained) the mark of the slot at index?  0
- * means none, so the slot at UINT_MAX, whose index + 1 is 0, is never left
- * drained (consume retires it); without that, every slot at UINT_MAX
- * would look drained while the mark is 0.
- */
-static inline bool pp__pipe_drained_is(unsigned int drained, unsigned int index)
+static inline bool pp__slot_drained(const struct pp_pipe *p, unsigned int index)
 {
-	return drained && drained == index + 1;
+	const struct pp__ring *r = __atomic_load_n(&p->ring, __ATOMIC_ACQUIRE);
+
+	return __atomic_load_n(&r->slot[index & (r->size - 1)].end, __ATOMIC_ACQUIRE) &
+	       SLOT_DRAINED;
 }
 
 static inline unsigned int pp__pipe_occupancy(const struct pp_pipe *p)
 {
 	unsigned int tail = pp__pipe_tail(p), head = pp__pipe_head(p);
-	unsigned int drained = __atomic_load_n(&p->drained, __ATOMIC_ACQUIRE);
 
-	return head - tail - (head != tail && pp__pipe_drained_is(drained, tail));
+	return head - tail - (head != tail && pp__slot_drained(p, tail));
 }
 
 static inline bool pp__pipe_empty(const struct pp_pipe *p)
@@ -274,7 +302,9 @@ static inline void pp__pipe_push(struct pp_pipe *p, const struct pp_buf *buf)
 	struct pp_slot *s = pp__pipe_slot(p, head);
 
 	s->buf = *buf;
-	s->end = (buf->flags & PP_BUF_FLAG_CAN_MERGE) ? SLOT_MERGE | (buf->offset + buf->len) : 0;
+	/* Atomic: a waiter may glance at a slot it found at tail long ago. */
+	__atomic_store_n(&s->end, (buf->flags & PP_BUF_FLAG_CAN_MERGE) ?
+			 SLOT_MERGE | (buf->offset + buf->len) : 0, __ATOMIC_RELAXED);
 	/* Publishes the slot: pairs with the consumer's acquire load of head. */
 	__atomic_store_n(&p->head, head + 1, __ATOMIC_RELEASE);
 }

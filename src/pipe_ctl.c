@@ -142,7 +142,7 @@ ssize_t pp__pipe_set_size(struct pp_pipe *p, unsigned long arg)
 	unsigned long size = round_pipe_size(arg);
 	unsigned int nr_slots, ring_size, n;
 	struct pp_buf spare = { .ops = NULL };
-	struct pp_slot *slots;
+	struct pp__ring *ring, **prev;
 	ssize_t ret = (ssize_t)size;
 	bool locked;
 
@@ -162,27 +162,44 @@ ssize_t pp__pipe_set_size(struct pp_pipe *p, unsigned long arg)
 		goto out_unlock;
 	}
 	ring_size = pp__ring_size_for(nr_slots);
-	slots = pp__fault(PP_FAULT_ALLOC) ? NULL : calloc(ring_size, sizeof(*slots));
-	if (!slots) {
-		ret = -ENOMEM;
-		goto out_unlock;
+	/* A retired array of this size (pipe.h: struct pp__ring), or a new one. */
+	for (prev = &p->retired; *prev && (*prev)->size != ring_size; prev = &(*prev)->retired)
+		;
+	ring = *prev;
+	if (ring) {
+		*prev = ring->retired;
+	} else {
+		ring = pp__ring_alloc(ring_size);
+		if (!ring) {
+			ret = -ENOMEM;
+			goto out_unlock;
+		}
 	}
 	/*
 	 * Compact to index 0, keeping order and merge words.  A drained slot
 	 * (pipe.h) holds nothing and is left behind: the new ring may have no
-	 * room for it, and nobody else is in the ring to care.
+	 * room for it, and nobody else is in the ring to care.  Merge words
+	 * are stored atomically: a waiter may be glancing at a reused array.
 	 */
-	if (n && pp__pipe_drained_is(__atomic_load_n(&p->drained, __ATOMIC_RELAXED), p->tail)) {
+	if (n && pp__slot_drained(p, p->tail)) {
 		spare = pp__pipe_slot(p, p->tail)->buf;
 		__atomic_store_n(&p->tail, p->tail + 1, __ATOMIC_RELEASE);
 		n--;
 	}
-	for (unsigned int i = 0; i < n; i++)
-		slots[i] = *pp__pipe_slot(p, p->tail + i);
-	__atomic_store_n(&p->drained, 0, __ATOMIC_RELEASE);
-	free(p->slots);
-	p->slots = slots;
+	for (unsigned int i = 0; i < ring_size; i++) {
+		struct pp_slot *from = i < n ? pp__pipe_slot(p, p->tail + i) : NULL;
+
+		ring->slot[i].buf = from ? from->buf : (struct pp_buf){ .ops = NULL };
+		__atomic_store_n(&ring->slot[i].end,
+				 from ? __atomic_load_n(&from->end, __ATOMIC_RELAXED) : 0,
+				 __ATOMIC_RELAXED);
+	}
+	p->ring->retired = p->retired;
+	p->retired = p->ring;
+	p->slots = ring->slot;
 	p->ring_size = ring_size;
+	/* Publishes the filled array to glances (pp__slot_drained). */
+	__atomic_store_n(&p->ring, ring, __ATOMIC_RELEASE);
 	__atomic_store_n(&p->max_usage, nr_slots, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->tail, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&p->head, n, __ATOMIC_RELEASE);
