@@ -444,6 +444,163 @@ ssize_t pp__pipe_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 }
 
 /*
+ * The handoff: one copy where the ring makes two.
+ *
+ * A blocking reader that finds the pipe empty offers its buffer before it
+ * waits; a writer that finds the pipe still empty and an offer up copies
+ * its bytes straight into the reader's memory instead of into pages.  It
+ * must be invisible: the reader gets exactly the bytes a kernel pipe would
+ * give it, and the pipe is left exactly as full as the kernel's.  In the
+ * kernel the writer fills the empty pipe under pipe->mutex, up to its
+ * capacity, and the reader then takes min(request, what is there); the
+ * bytes it leaves stay where they were written.  So a writer hands over
+ *
+ *   the whole rest of its write, when it fits the request and the pipe's
+ *   capacity: the kernel's reader would take all of it and leave the pipe
+ *   empty, as the handoff does; or
+ *
+ *   exactly the request (or the capacity), when that is whole pages: the
+ *   kernel's reader would take those pages whole and leave the rest of the
+ *   write starting on a fresh page, as our ring holds it;
+ *
+ * and nothing otherwise (a request of 100 bytes against a write of 200
+ * would leave 100 bytes at a page offset the ring cannot reproduce, and so
+ * a different room for merges).  The second kind is for blocking writers
+ * only: the kernel's reader takes nothing until the writer lets go of the
+ * pipe, so a non-blocking writer that goes on after a part handed over
+ * would fit more into one call than the pipe holds.  Packets never go this
+ * way, and neither does memory that would fault: a NULL segment on either
+ * side.
+ *
+ * Ordering.  The reader takes the offer (CAS NONE -> BUSY), fills ho_total
+ * and ho_it, then publishes them with a release store of OFFERED; the writer's acquire CAS OFFERED ->
+ * CLAIMED reads from it (or from a writer's release store of OFFERED that
+ * gave an offer back, which the same chain covers).  The writer copies,
+ * stores ho_got, and publishes both with a release store of DONE, followed
+ * by a wake-up (wait.c); the reader's acquire load of DONE sees the bytes
+ * and the count, and only then stores NONE.  A reader that wakes to a
+ * readable pipe withdraws with a CAS OFFERED -> NONE; if a writer's claim
+ * won, it waits for DONE (or for the offer back) instead, so its buffer
+ * and iterator, which live on its stack, are never written after it
+ * returns.  One offer at a time: a second reader waits the usual way.
+ */
+
+/* Readers offer when they ask for at least this much (docs/design.md). */
+#ifndef PP_HANDOFF_MIN
+#define PP_HANDOFF_MIN	1
+#endif
+
+/* No NULL base in the next n bytes (the fault the kernel would take there). */
+static bool iter_plain(const struct pp_iov_iter *it, size_t n)
+{
+	const struct iovec *iov = it->iov;
+	size_t off = it->off;
+
+	for (int i = 0; i < it->nr && n; i++, iov++, off = 0) {
+		size_t len = iov->iov_len - off;
+
+		if (len && !iov->iov_base)
+			return false;
+		n -= min_t(size_t, n, len);
+	}
+	return true;
+}
+
+/* Consumer, rd_mutex held, the pipe empty: offer it; true if made. */
+static bool handoff_offer(struct pp_pipe *p, struct pp_iov_iter *it, size_t total)
+{
+	unsigned int none = PP_HO_NONE;
+
+	if (total < PP_HANDOFF_MIN || !iter_plain(it, total))
+		return false;
+	/* Ours before we write the fields: another reader may hold the offer. */
+	if (!__atomic_compare_exchange_n(&p->ho_state, &none, PP_HO_BUSY, false,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return false;
+	p->ho_total = total;
+	p->ho_it = it;
+	__atomic_store_n(&p->ho_state, PP_HO_OFFERED, __ATOMIC_RELEASE);
+	return true;
+}
+
+/*
+ * The offerer, no lock held: wait until the offer is filled (the bytes
+ * handed over) or the pipe becomes readable (0: withdrawn, read the usual
+ * way).
+ */
+static size_t handoff_wait(struct pp_pipe *p)
+{
+	for (;;) {
+		unsigned int st;
+
+		pp__pipe_wait_handoff(p);
+		st = __atomic_load_n(&p->ho_state, __ATOMIC_ACQUIRE);
+		if (st == PP_HO_DONE) {
+			size_t got = p->ho_got;
+
+			__atomic_store_n(&p->ho_state, PP_HO_NONE, __ATOMIC_RELEASE);
+			return got;
+		}
+		if (st == PP_HO_OFFERED &&
+		    __atomic_compare_exchange_n(&p->ho_state, &st, PP_HO_NONE, false,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return 0;
+		/* A writer holds it: wait for DONE, or the offer back. */
+	}
+}
+
+/* Copy n bytes from one iterator to the other; both checked plain. */
+static void iter_copy_iter(struct pp_iov_iter *dst, struct pp_iov_iter *src, size_t n)
+{
+	while (n) {
+		size_t k;
+
+		while (dst->nr && dst->off == dst->iov->iov_len) {
+			dst->iov++;
+			dst->nr--;
+			dst->off = 0;
+		}
+		k = min_t(size_t, n, dst->iov->iov_len - dst->off);
+		k = pp__iter_copy_from(src, (char *)dst->iov->iov_base + dst->off, k);
+		if (!k)
+			break;	/* cannot happen: both were checked for n bytes */
+		dst->off += k;
+		n -= k;
+	}
+}
+
+/*
+ * Producer, wr_mutex held, the pipe empty, an offer seen: fill it if the
+ * rules above allow.  Returns the bytes handed over, or 0.
+ */
+static size_t handoff_give(struct pp_pipe *p, struct pp_iov_iter *it, size_t left, bool nonblock)
+{
+	unsigned int offered = PP_HO_OFFERED;
+	size_t cap, want, n;
+
+	if (!__atomic_compare_exchange_n(&p->ho_state, &offered, PP_HO_CLAIMED, false,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return 0;
+	cap = (size_t)p->max_usage << pp__page_shift;
+	want = min_t(size_t, p->ho_total, cap);
+	n = left <= want ? left : (nonblock || (want & (pp__page_size - 1))) ? 0 : want;
+	if (!n || !iter_plain(it, n)) {
+		__atomic_store_n(&p->ho_state, PP_HO_OFFERED, __ATOMIC_RELEASE);
+		return 0;
+	}
+	iter_copy_iter(p->ho_it, it, n);
+	p->ho_got = n;
+	__atomic_store_n(&p->ho_state, PP_HO_DONE, __ATOMIC_RELEASE);
+	pp__pipe_wake_readers(p);
+	return n;
+}
+
+static bool handoff_offered(const struct pp_pipe *p)
+{
+	return __atomic_load_n(&p->ho_state, __ATOMIC_RELAXED) == PP_HO_OFFERED;
+}
+
+/*
  * pipe_read of kernel-resident buffers (kbuf.c): the run of them at the
  * tail, published before head0, is the front of the private kernel pipe,
  * read with one readv(2) into the caller's memory.  What the kernel threw
@@ -515,9 +672,18 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 		if (ret && (int)(p->tail - head0) >= 0)
 			break;	/* published after we began: the next read's */
 		if (pp__pipe_empty(p)) {
+			bool offered;
+
 			if (ret)
 				break;
+			offered = !nonblock && handoff_offer(p, &it, (size_t)total);
 			pp__pipe_unlock_consumer(p);
+			if (offered) {
+				size_t got = handoff_wait(p);
+
+				if (got)
+					return (ssize_t)got;	/* nothing consumed: dead is empty */
+			}
 			err = pp__pipe_wait_data(p, nonblock);
 			if (err <= 0)
 				return err;	/* 0: EOF */
@@ -605,7 +771,13 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 	if (!pp__pipe_readers(p))
 		return pp__pipe_epipe(f);
 
-	if (chars && !pp__pipe_empty(p)) {
+	if (flags == PP_BUF_FLAG_CAN_MERGE && handoff_offered(p) && pp__pipe_empty(p)) {
+		ret = (ssize_t)handoff_give(p, it, left, nonblock);
+		left -= (size_t)ret;
+		if (!left)
+			return ret;
+	}
+	if (!ret && chars && !pp__pipe_empty(p)) {
 		ssize_t r = slot_extend(p, it, chars);
 
 		if (r < 0)
@@ -647,6 +819,13 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 						ret = e;
 					break;
 				}
+			}
+			if (flags == PP_BUF_FLAG_CAN_MERGE && handoff_offered(p) &&
+			    pp__pipe_empty(p)) {
+				size_t n = handoff_give(p, it, left, false);
+
+				ret += (ssize_t)n;
+				left -= n;
 			}
 			continue;
 		}

@@ -43,6 +43,7 @@
 
 struct pp_file;
 struct pp__loan;
+struct pp_iov_iter;
 
 /*
  * A ring slot: the buffer, and the word the merge rule turns on.
@@ -174,11 +175,30 @@ struct pp_pipe {
 	_Alignas(PP_CACHELINE) int rd_cpu;
 	int wr_cpu;
 
+	/*
+	 * The handoff (pipe.c): a reader about to wait on an empty pipe offers
+	 * its buffer here, and a writer that finds the pipe still empty copies
+	 * into it directly.  ho_state is the only word both write; the rest is
+	 * written by whoever holds the state it publishes.
+	 */
+	_Alignas(PP_CACHELINE) unsigned int ho_state;	/* PP_HO_*: atomic */
+	size_t ho_total;		/* the reader's request, from BUSY to OFFERED */
+	struct pp_iov_iter *ho_it;	/* its buffer, under OFFERED and CLAIMED */
+	size_t ho_got;			/* bytes the writer gave, under DONE */
+
 	/* Pages kept for the next write: atomic, so producers need no lock. */
 	_Alignas(PP_CACHELINE) _Atomic(void *) tmp_page[PP_TMP_PAGES];
 };
 
 struct pp__ring *pp__ring_alloc(unsigned int size);
+
+enum {
+	PP_HO_NONE,		/* no offer */
+	PP_HO_BUSY,		/* a reader is filling in its offer */
+	PP_HO_OFFERED,		/* a waiting reader's buffer is up for a writer to fill */
+	PP_HO_CLAIMED,		/* a writer is copying into it, or deciding not to */
+	PP_HO_DONE,		/* filled: ho_got bytes, for the reader to take */
+};
 
 static inline unsigned int pp__pipe_head(const struct pp_pipe *p)
 {
@@ -369,6 +389,8 @@ void pp__pipe_unlock_producer(struct pp_pipe *p);
  */
 int  pp__pipe_wait_data(struct pp_pipe *p, bool nonblock);
 int  pp__pipe_wait_room(struct pp_file *out, bool nonblock);
+/* The reader that made a handoff offer: until it is filled, or readable (pipe.c). */
+void pp__pipe_wait_handoff(struct pp_pipe *p);
 /*
  * Two-pipe calls (splice.c, tee.c): wait for input data and output room with
  * no lock held (1 ready, 0 input EOF, -errno), then take the input's

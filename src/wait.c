@@ -293,6 +293,25 @@ int pp__pipe_wait_data(struct pp_pipe *p, bool nonblock)
 	}
 }
 
+/*
+ * A filled offer, or one still open on a pipe that became readable (bytes
+ * a writer put in the ring instead, or EOF): the offerer withdraws it.
+ * While a writer holds the offer (CLAIMED) there is nothing to do but
+ * wait for it, which it ends with a wake-up of readers.
+ */
+static bool handed_or_readable(struct pp_pipe *p)
+{
+	unsigned int st = __atomic_load_n(&p->ho_state, __ATOMIC_ACQUIRE);
+
+	return st == PP_HO_DONE || (st == PP_HO_OFFERED && readable(p));
+}
+
+void pp__pipe_wait_handoff(struct pp_pipe *p)
+{
+	if (!wait_briefly(p, handed_or_readable, &p->wr_cpu))
+		sleep_on(p, handed_or_readable, &p->rd_wait, &p->rd_sleepers, &p->rd_woken);
+}
+
 int pp__pipe_wait_room(struct pp_file *out, bool nonblock)
 {
 	struct pp_pipe *p = out->pipe;
