@@ -506,6 +506,28 @@ static bool iter_plain(const struct pp_iov_iter *it, size_t n)
 	return true;
 }
 
+/*
+ * Touch, for writing, every page of the next n bytes without changing them.
+ * Memory that cannot take the bytes then faults here, in the reader's own
+ * thread and before any byte left the pipe, as it would have in the
+ * reader's own copy; not later in the writer's (test/handoff-diff
+ * reader_buffer_half_unmapped).
+ */
+static void iter_probe(const struct pp_iov_iter *it, size_t n)
+{
+	const struct iovec *iov = it->iov;
+	size_t off = it->off;
+
+	for (int i = 0; i < it->nr && n; i++, iov++, off = 0) {
+		size_t len = min_t(size_t, iov->iov_len - off, n);
+		uintptr_t a = (uintptr_t)iov->iov_base + off, end = a + len;
+
+		for (; a < end; a = (a | (pp__page_size - 1)) + 1)
+			__atomic_fetch_or((unsigned char *)a, 0, __ATOMIC_RELAXED);
+		n -= len;
+	}
+}
+
 /* Consumer, rd_mutex held, the pipe empty: offer it; true if made. */
 static bool handoff_offer(struct pp_pipe *p, struct pp_iov_iter *it, size_t total)
 {
@@ -513,6 +535,7 @@ static bool handoff_offer(struct pp_pipe *p, struct pp_iov_iter *it, size_t tota
 
 	if (total < PP_HANDOFF_MIN || !iter_plain(it, total))
 		return false;
+	iter_probe(it, min_t(size_t, total, (size_t)p->max_usage << pp__page_shift));
 	/* Ours before we write the fields: another reader may hold the offer. */
 	if (!__atomic_compare_exchange_n(&p->ho_state, &none, PP_HO_BUSY, false,
 					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
