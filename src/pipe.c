@@ -507,11 +507,14 @@ static bool iter_plain(const struct pp_iov_iter *it, size_t n)
 }
 
 /*
- * Touch, for writing, every page of the next n bytes without changing them.
- * Memory that cannot take the bytes then faults here, in the reader's own
+ * Read one byte of every page of the next n bytes.  Memory that is not
+ * there (a freed or wild buffer) then faults here, in the reader's own
  * thread and before any byte left the pipe, as it would have in the
  * reader's own copy; not later in the writer's (test/handoff-diff
- * reader_buffer_half_unmapped).
+ * reader_buffer_half_unmapped).  A load, not a store: a store would dirty
+ * file mappings and copy private ones beyond what the read fills.  So a
+ * buffer that is mapped but read-only still faults in the writer's copy
+ * (docs/design.md section 6).
  */
 static void iter_probe(const struct pp_iov_iter *it, size_t n)
 {
@@ -523,7 +526,7 @@ static void iter_probe(const struct pp_iov_iter *it, size_t n)
 		uintptr_t a = (uintptr_t)iov->iov_base + off, end = a + len;
 
 		for (; a < end; a = (a | (pp__page_size - 1)) + 1)
-			__atomic_fetch_or((unsigned char *)a, 0, __ATOMIC_RELAXED);
+			(void)*(volatile const unsigned char *)a;
 		n -= len;
 	}
 }
