@@ -250,13 +250,6 @@ static bool source_honours_nonblock(const struct pp_file *in)
 	return in->kind == PP_KIND_FIFO || (in->kind == PP_KIND_SOCK && (in->fd_flags & PP_FD_UNIX));
 }
 
-static bool fd_readable_now(int fd)
-{
-	struct pollfd pfd = { fd, POLLIN, 0 };
-
-	return poll(&pfd, 1, 0) > 0;
-}
-
 /* The descriptor's O_NONBLOCK now: the caller may have changed it since pp_fdopen(). */
 static bool fd_nonblocking(int fd)
 {
@@ -332,7 +325,7 @@ ssize_t pp__kbuf_splice_in(struct pp_file *in, struct pp_file *out, size_t len,
 		 * one opened non-blocking (as an event loop's are) cannot wait.
 		 */
 		if (!source_honours_nonblock(in) && !(pp__file_flags(in) & O_NONBLOCK) &&
-		    !fd_readable_now(in->fd)) {
+		    !pp__fd_readable_now(in->fd)) {
 			if (fd_nonblocking(in->fd))
 				return -EAGAIN;
 			err = wait_source(in->fd);
