@@ -250,14 +250,6 @@ static bool source_honours_nonblock(const struct pp_file *in)
 	return in->kind == PP_KIND_FIFO || (in->kind == PP_KIND_SOCK && (in->fd_flags & PP_FD_UNIX));
 }
 
-/* The descriptor's O_NONBLOCK now: the caller may have changed it since pp_fdopen(). */
-static bool fd_nonblocking(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	return fl >= 0 && (fl & O_NONBLOCK);
-}
-
 /* Wait with no lock for the source's bytes (or its EOF or error). */
 static int wait_source(int fd)
 {
@@ -326,7 +318,7 @@ ssize_t pp__kbuf_splice_in(struct pp_file *in, struct pp_file *out, size_t len,
 		 */
 		if (!source_honours_nonblock(in) && !(pp__file_flags(in) & O_NONBLOCK) &&
 		    !pp__fd_readable_now(in->fd)) {
-			if (fd_nonblocking(in->fd))
+			if (pp__fd_nonblocking(in->fd))
 				return -EAGAIN;
 			err = wait_source(in->fd);
 			if (err)
@@ -378,7 +370,7 @@ ssize_t pp__kbuf_splice_in(struct pp_file *in, struct pp_file *out, size_t len,
 			remember(in, PP_NO_KSPLICE_READ);
 			return PP__EKBUF;
 		}
-		if (r != -EAGAIN || nonblock || fd_nonblocking(in->fd))
+		if (r != -EAGAIN || nonblock || pp__fd_nonblocking(in->fd))
 			return r;
 		/* A blocking splice found the source empty: wait for it with no lock. */
 		err = wait_source(in->fd);

@@ -266,8 +266,7 @@ static int wait_output(struct pp_file *out, bool nonblock, bool now)
 	 * Full, and the file was blocking when pp_fdopen() looked: the
 	 * kernel goes by the descriptor's flags now, which may have changed.
 	 */
-	r = fcntl(out->fd, F_GETFL);
-	if (r >= 0 && (r & O_NONBLOCK))
+	if (pp__fd_nonblocking(out->fd))
 		return -EAGAIN;
 	do
 		r = poll(&pfd, 1, -1);
