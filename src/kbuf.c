@@ -605,14 +605,13 @@ int pp__kbuf_materialize(struct pp_pipe *p, size_t want, unsigned int max)
  * PP__EKBUF when the output has no private pipe to spare or it is full:
  * the caller materializes the buffer and moves it the ordinary way.
  */
-ssize_t pp__kbuf_move(struct pp_pipe *ip, struct pp_buf *ibuf, struct pp_pipe *op, size_t len)
+ssize_t pp__kbuf_move(struct pp_buf *ibuf, struct pp_pipe *op, size_t len)
 {
 	struct pp__kpipe *ikp = ibuf->private, *okp = pp__kpipe_get(op);
 	ssize_t r;
 
 	if (!okp)
 		return PP__EKBUF;
-	(void)ip;
 	len = min_t(size_t, len, ibuf->len);
 	r = sys_splice(ikp->rd, NULL, okp->wr, NULL, len, SPLICE_F_NONBLOCK);
 	if (r == -EAGAIN && kpipe_grow(okp, 2 * okp->pages) > 0)
@@ -632,14 +631,13 @@ ssize_t pp__kbuf_move(struct pp_pipe *ip, struct pp_buf *ibuf, struct pp_pipe *o
  * into the output's, before any of them is queued there.  Returns the
  * bytes duplicated (maybe fewer), or PP__EKBUF.
  */
-ssize_t pp__kbuf_tee(struct pp_pipe *ip, struct pp__kpipe *ikp, struct pp_pipe *op,
-		     size_t bytes, struct pp__kpipe **okpp)
+ssize_t pp__kbuf_tee(struct pp__kpipe *ikp, struct pp_pipe *op, size_t bytes,
+		     struct pp__kpipe **okpp)
 {
 	struct pp__kpipe *okp = pp__kpipe_get(op);
 	ssize_t r;
 	int e;
 
-	(void)ip;
 	if (!okp)
 		return PP__EKBUF;
 	do

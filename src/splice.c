@@ -492,7 +492,7 @@ retry:
 		ibuf = &islot->buf;
 		if (ibuf->ops == &pp__kernel_buf_ops) {
 			/* From our private kernel pipe to theirs (kbuf.c). */
-			ssize_t r = pp__kbuf_move(ip, ibuf, op, len);
+			ssize_t r = pp__kbuf_move(ibuf, op, len);
 
 			if (r > 0) {
 				ibuf->offset += (unsigned int)r;
