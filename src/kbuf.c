@@ -122,6 +122,14 @@ static unsigned int kpipe_grow(struct pp__kpipe *kp, unsigned int pages)
 	return kp->pages;
 }
 
+/* Double kp if the kernel lets us: did it grow? */
+static bool kpipe_grew(struct pp__kpipe *kp)
+{
+	unsigned int had = kp->pages;
+
+	return kpipe_grow(kp, 2 * had) > had;
+}
+
 /*
  * Producer (wr_mutex held): the pipe's private kernel pipe, made now if
  * need be, or NULL (no descriptors or memory to spare: the caller copies).
@@ -614,7 +622,13 @@ ssize_t pp__kbuf_move(struct pp_buf *ibuf, struct pp_pipe *op, size_t len)
 		return PP__EKBUF;
 	len = min_t(size_t, len, ibuf->len);
 	r = sys_splice(ikp->rd, NULL, okp->wr, NULL, len, SPLICE_F_NONBLOCK);
-	if (r == -EAGAIN && kpipe_grow(okp, 2 * okp->pages) > 0)
+	/*
+	 * EAGAIN is the output's private pipe full (the input's holds these
+	 * bytes).  Again only if it grew: at the kernel's limit (pipe-max-size,
+	 * pipe-user-pages-soft) the same splice can only say EAGAIN again,
+	 * and the bytes go the copying way.
+	 */
+	if (r == -EAGAIN && kpipe_grew(okp))
 		r = sys_splice(ikp->rd, NULL, okp->wr, NULL, len, SPLICE_F_NONBLOCK);
 	if (r <= 0)
 		return r < 0 && r != -EAGAIN ? r : PP__EKBUF;
@@ -648,7 +662,8 @@ ssize_t pp__kbuf_tee(struct pp__kpipe *ikp, struct pp_pipe *op, size_t bytes,
 	do
 		r = tee(ikp->rd, okp->wr, bytes, SPLICE_F_NONBLOCK);
 	while (r < 0 && errno == EINTR);
-	if (r < 0 && errno == EAGAIN && kpipe_grow(okp, 2 * okp->pages) > 0)
+	/* The output's private pipe full: again only if it grew (as pp__kbuf_move). */
+	if (r < 0 && errno == EAGAIN && kpipe_grew(okp))
 		r = tee(ikp->rd, okp->wr, bytes, SPLICE_F_NONBLOCK);
 	if (r <= 0)
 		return PP__EKBUF;
