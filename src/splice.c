@@ -297,10 +297,12 @@ static bool needs_memory(struct pp_file *out)
 		return true;
 	/*
 	 * A datagram socket: what one splice moves is one datagram, so it
-	 * goes as memory, in sendmsg(2)s corked by MSG_MORE.  Corking spliced
-	 * pages and then sending memory lost the datagram on Linux 6.18 in
-	 * kres-partial's test_udp_datagrams (not reduced to a smaller case:
-	 * the same calls alone work); copies are cheap at datagram sizes.
+	 * goes as memory, in sendmsg(2)s corked by MSG_MORE.  A splice(2) of
+	 * the kernel run and a sendmsg(2) of the memory behind it are two
+	 * datagrams on AF_UNIX; on UDP (Linux 6.18), a datagram corked with
+	 * 17 spliced page fragments refuses the memory sent behind them
+	 * (EMSGSIZE).  test/kres-dgram.c has both; copies are cheap at
+	 * datagram sizes.
 	 */
 	if (out->kind == PP_KIND_SOCK && out->sock_type != SOCK_STREAM)
 		return true;
