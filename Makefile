@@ -45,7 +45,8 @@ LIB_PIC   := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
 TEST_SRC  := $(sort $(filter-out test/helpers.c test/fuzz-%.c,$(wildcard test/*.c)))
 TESTS     := $(TEST_SRC:test/%.c=$(B)/test/%)
 # Shell tests drive the CLI with real programs; they find binaries through $B.
-TEST_SH   := $(sort $(filter-out test/runtests.sh,$(wildcard test/*.sh)))
+# test/*-lib.sh are sourced by them (relay-lib.sh), not run.
+TEST_SH   := $(sort $(filter-out test/runtests.sh test/%-lib.sh,$(wildcard test/*.sh)))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCHES   := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 # Examples named after an event-loop library (libuv-*.c, libevent-*.c) are

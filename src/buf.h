@@ -104,9 +104,9 @@ struct pp_iov_iter;
 ssize_t  pp__kbuf_read(struct pp_pipe *p, struct pp__kpipe *kp, struct pp_iov_iter *it,
 		       size_t len, size_t *discarded, bool *packet_end);
 int      pp__kbuf_materialize(struct pp_pipe *p, size_t want, unsigned int max);
-ssize_t  pp__kbuf_move(struct pp_pipe *ip, struct pp_buf *ibuf, struct pp_pipe *op, size_t len);
-ssize_t  pp__kbuf_tee(struct pp_pipe *ip, struct pp__kpipe *ikp, struct pp_pipe *op,
-		      size_t bytes, struct pp__kpipe **okp);
+ssize_t  pp__kbuf_move(struct pp_buf *ibuf, struct pp_pipe *op, size_t len);
+ssize_t  pp__kbuf_tee(struct pp__kpipe *ikp, struct pp_pipe *op, size_t bytes,
+		      struct pp__kpipe **okp);
 
 /*
  * What a buffer is, for the code that moves its bytes: memory it can

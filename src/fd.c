@@ -9,6 +9,7 @@
  */
 #include "internal.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
@@ -93,6 +94,17 @@ bool pp__fd_readable_now(int fd)
 	struct pollfd pfd = { fd, POLLIN, 0 };
 
 	return poll(&pfd, 1, 0) > 0;
+}
+
+/*
+ * The descriptor's O_NONBLOCK now: the kernel goes by it, and the caller
+ * may have changed it since pp_fdopen() looked.
+ */
+bool pp__fd_nonblocking(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && (fl & O_NONBLOCK);
 }
 
 ssize_t pp__stream_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bufs,

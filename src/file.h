@@ -137,6 +137,7 @@ ssize_t pp__stream_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bu
 ssize_t pp__fd_splice_read_copy(struct pp_file *in, off_t *pos, struct pp_buf *bufs,
 				unsigned int nr_bufs, size_t len, unsigned int flags);
 bool pp__fd_readable_now(int fd);
+bool pp__fd_nonblocking(int fd);
 int  pp__kpipe_prep_input(struct pp_file *in, unsigned int flags);
 
 #endif /* PP_FILE_H */

@@ -122,6 +122,14 @@ static unsigned int kpipe_grow(struct pp__kpipe *kp, unsigned int pages)
 	return kp->pages;
 }
 
+/* Double kp if the kernel lets us: did it grow? */
+static bool kpipe_grew(struct pp__kpipe *kp)
+{
+	unsigned int had = kp->pages;
+
+	return kpipe_grow(kp, 2 * had) > had;
+}
+
 /*
  * Producer (wr_mutex held): the pipe's private kernel pipe, made now if
  * need be, or NULL (no descriptors or memory to spare: the caller copies).
@@ -250,21 +258,6 @@ static bool source_honours_nonblock(const struct pp_file *in)
 	return in->kind == PP_KIND_FIFO || (in->kind == PP_KIND_SOCK && (in->fd_flags & PP_FD_UNIX));
 }
 
-static bool fd_readable_now(int fd)
-{
-	struct pollfd pfd = { fd, POLLIN, 0 };
-
-	return poll(&pfd, 1, 0) > 0;
-}
-
-/* The descriptor's O_NONBLOCK now: the caller may have changed it since pp_fdopen(). */
-static bool fd_nonblocking(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	return fl >= 0 && (fl & O_NONBLOCK);
-}
-
 /* Wait with no lock for the source's bytes (or its EOF or error). */
 static int wait_source(int fd)
 {
@@ -332,8 +325,8 @@ ssize_t pp__kbuf_splice_in(struct pp_file *in, struct pp_file *out, size_t len,
 		 * one opened non-blocking (as an event loop's are) cannot wait.
 		 */
 		if (!source_honours_nonblock(in) && !(pp__file_flags(in) & O_NONBLOCK) &&
-		    !fd_readable_now(in->fd)) {
-			if (fd_nonblocking(in->fd))
+		    !pp__fd_readable_now(in->fd)) {
+			if (pp__fd_nonblocking(in->fd))
 				return -EAGAIN;
 			err = wait_source(in->fd);
 			if (err)
@@ -385,7 +378,7 @@ ssize_t pp__kbuf_splice_in(struct pp_file *in, struct pp_file *out, size_t len,
 			remember(in, PP_NO_KSPLICE_READ);
 			return PP__EKBUF;
 		}
-		if (r != -EAGAIN || nonblock || fd_nonblocking(in->fd))
+		if (r != -EAGAIN || nonblock || pp__fd_nonblocking(in->fd))
 			return r;
 		/* A blocking splice found the source empty: wait for it with no lock. */
 		err = wait_source(in->fd);
@@ -620,17 +613,22 @@ int pp__kbuf_materialize(struct pp_pipe *p, size_t want, unsigned int max)
  * PP__EKBUF when the output has no private pipe to spare or it is full:
  * the caller materializes the buffer and moves it the ordinary way.
  */
-ssize_t pp__kbuf_move(struct pp_pipe *ip, struct pp_buf *ibuf, struct pp_pipe *op, size_t len)
+ssize_t pp__kbuf_move(struct pp_buf *ibuf, struct pp_pipe *op, size_t len)
 {
 	struct pp__kpipe *ikp = ibuf->private, *okp = pp__kpipe_get(op);
 	ssize_t r;
 
 	if (!okp)
 		return PP__EKBUF;
-	(void)ip;
 	len = min_t(size_t, len, ibuf->len);
 	r = sys_splice(ikp->rd, NULL, okp->wr, NULL, len, SPLICE_F_NONBLOCK);
-	if (r == -EAGAIN && kpipe_grow(okp, 2 * okp->pages) > 0)
+	/*
+	 * EAGAIN is the output's private pipe full (the input's holds these
+	 * bytes).  Again only if it grew: at the kernel's limit (pipe-max-size,
+	 * pipe-user-pages-soft) the same splice can only say EAGAIN again,
+	 * and the bytes go the copying way.
+	 */
+	if (r == -EAGAIN && kpipe_grew(okp))
 		r = sys_splice(ikp->rd, NULL, okp->wr, NULL, len, SPLICE_F_NONBLOCK);
 	if (r <= 0)
 		return r < 0 && r != -EAGAIN ? r : PP__EKBUF;
@@ -647,14 +645,13 @@ ssize_t pp__kbuf_move(struct pp_pipe *ip, struct pp_buf *ibuf, struct pp_pipe *o
  * into the output's, before any of them is queued there.  Returns the
  * bytes duplicated (maybe fewer), or PP__EKBUF.
  */
-ssize_t pp__kbuf_tee(struct pp_pipe *ip, struct pp__kpipe *ikp, struct pp_pipe *op,
-		     size_t bytes, struct pp__kpipe **okpp)
+ssize_t pp__kbuf_tee(struct pp__kpipe *ikp, struct pp_pipe *op, size_t bytes,
+		     struct pp__kpipe **okpp)
 {
 	struct pp__kpipe *okp = pp__kpipe_get(op);
 	ssize_t r;
 	int e;
 
-	(void)ip;
 	if (!okp)
 		return PP__EKBUF;
 	do
@@ -665,7 +662,8 @@ ssize_t pp__kbuf_tee(struct pp_pipe *ip, struct pp__kpipe *ikp, struct pp_pipe *
 	do
 		r = tee(ikp->rd, okp->wr, bytes, SPLICE_F_NONBLOCK);
 	while (r < 0 && errno == EINTR);
-	if (r < 0 && errno == EAGAIN && kpipe_grow(okp, 2 * okp->pages) > 0)
+	/* The output's private pipe full: again only if it grew (as pp__kbuf_move). */
+	if (r < 0 && errno == EAGAIN && kpipe_grew(okp))
 		r = tee(ikp->rd, okp->wr, bytes, SPLICE_F_NONBLOCK);
 	if (r <= 0)
 		return PP__EKBUF;

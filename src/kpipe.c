@@ -31,12 +31,10 @@
 int pp__kpipe_prep_input(struct pp_file *in, unsigned int flags)
 {
 	struct pollfd pfd = { in->fd, POLLIN, 0 };
-	int fl;
 
 	if (poll(&pfd, 1, 0) != 0)
 		return 0;	/* bytes, no writer, or an error the splice reports */
-	fl = fcntl(in->fd, F_GETFL);
-	if ((flags & SPLICE_F_NONBLOCK) || (fl >= 0 && (fl & O_NONBLOCK)))
+	if ((flags & SPLICE_F_NONBLOCK) || pp__fd_nonblocking(in->fd))
 		return -EAGAIN;
 	while (poll(&pfd, 1, -1) < 0)
 		if (errno != EINTR)
@@ -214,12 +212,13 @@ static const struct pp__kernel_path kpipe_path = {
 static ssize_t kpipe_splice_write(struct pp_file *out, off_t *pos, struct pp_buf *bufs,
 				  unsigned int nr_bufs, size_t len, unsigned int flags)
 {
-	int fl = fcntl(out->fd, F_GETFL), fd;
 	struct pp_file view;
 	char path[40];
 	ssize_t r;
+	int fd;
 
-	if (fl < 0 || (fl & O_NONBLOCK))
+	/* A bad descriptor, on which F_GETFL fails, fails the open below: as it is too. */
+	if (pp__fd_nonblocking(out->fd))
 		return pp__fd_splice_write(out, pos, bufs, nr_bufs, len, flags, &kpipe_path);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", out->fd);
 	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);

@@ -266,8 +266,7 @@ static int wait_output(struct pp_file *out, bool nonblock, bool now)
 	 * Full, and the file was blocking when pp_fdopen() looked: the
 	 * kernel goes by the descriptor's flags now, which may have changed.
 	 */
-	r = fcntl(out->fd, F_GETFL);
-	if (r >= 0 && (r & O_NONBLOCK))
+	if (pp__fd_nonblocking(out->fd))
 		return -EAGAIN;
 	do
 		r = poll(&pfd, 1, -1);
@@ -298,10 +297,12 @@ static bool needs_memory(struct pp_file *out)
 		return true;
 	/*
 	 * A datagram socket: what one splice moves is one datagram, so it
-	 * goes as memory, in sendmsg(2)s corked by MSG_MORE.  Corking spliced
-	 * pages and then sending memory lost the datagram on Linux 6.18 in
-	 * kres-partial's test_udp_datagrams (not reduced to a smaller case:
-	 * the same calls alone work); copies are cheap at datagram sizes.
+	 * goes as memory, in sendmsg(2)s corked by MSG_MORE.  A splice(2) of
+	 * the kernel run and a sendmsg(2) of the memory behind it are two
+	 * datagrams on AF_UNIX; on UDP (Linux 6.18), a datagram corked with
+	 * 17 spliced page fragments refuses the memory sent behind them
+	 * (EMSGSIZE).  test/kres-dgram.c has both; copies are cheap at
+	 * datagram sizes.
 	 */
 	if (out->kind == PP_KIND_SOCK && out->sock_type != SOCK_STREAM)
 		return true;
@@ -493,7 +494,7 @@ retry:
 		ibuf = &islot->buf;
 		if (ibuf->ops == &pp__kernel_buf_ops) {
 			/* From our private kernel pipe to theirs (kbuf.c). */
-			ssize_t r = pp__kbuf_move(ip, ibuf, op, len);
+			ssize_t r = pp__kbuf_move(ibuf, op, len);
 
 			if (r > 0) {
 				ibuf->offset += (unsigned int)r;

@@ -49,7 +49,7 @@ static ssize_t tee_kernel_bufs(struct pp_pipe *ip, struct pp_pipe *op, size_t le
 	}
 	if (!kbytes)
 		return 0;
-	r = pp__kbuf_tee(ip, ikp, op, kbytes, okp);
+	r = pp__kbuf_tee(ikp, op, kbytes, okp);
 	if (r != PP__EKBUF)
 		return r;
 	r = pp__kbuf_materialize(ip, SIZE_MAX, n);

@@ -7,53 +7,15 @@
 # the close of each and keeps no descriptor of them.  Figures from
 # /proc/PID/status.
 set -u
-# Every check runs twice: one worker thread (-j 1), then two (-j 2),
-# where connections are spread over workers with an epoll instance each.
-if [ -z "${RELAY_J:-}" ]; then
-	for j in 1 2; do
-		echo "== relay -j $j"
-		RELAY_J=$j bash "$0" "$@" || exit $?
-	done
-	exit 0
-fi
-B=${B:-build}
-PP="$B/pagepipe"
-PEER=$(dirname "$0")/relay-peer.py
+# shellcheck source=relay-lib.sh
+. "$(dirname "$0")/relay-lib.sh"
 N=1000
-[ -x "$PP" ] || { echo "no $PP: build with make tools"; exit 77; }
-command -v python3 >/dev/null || { echo "python3 missing: relay tests need it"; exit 77; }
 # The client holds N descriptors, the echo server N, the relay 2N.
 hard=$(ulimit -Hn)
 if [ "$hard" != unlimited ] && [ "$hard" -lt $((2 * N + 100)) ]; then
 	echo "the open files hard limit ($hard) is below $((2 * N + 100))"
 	exit 77
 fi
-T=$(mktemp -d /tmp/pp-cli-relay-idle.XXXXXX)
-pids=()
-cleanup() {
-	exec 2>/dev/null
-	exec 3>&-
-	for p in "${pids[@]}"; do kill -9 "$p"; done
-	wait
-	rm -rf "$T"
-}
-trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-port=
-start() {
-	local name=$1; shift
-	"$@" > "$T/$name.out" 2> "$T/$name.err" &
-	pids+=($!)
-	for _ in $(seq 1 200); do
-		port=$(head -n 1 "$T/$name.out" 2>/dev/null | grep -Eo '[0-9]+$')
-		[ -n "$port" ] && return 0
-		sleep 0.05
-	done
-	echo "FAIL: $name did not start: $(cat "$T/$name.err")"
-	exit 1
-}
 # 50 MB; ThreadSanitizer's shadow memory makes every byte cost about four.
 bound=51200
 tsan=

@@ -5,45 +5,8 @@
 # and once one of them ends a new one is served again.  Out of descriptors,
 # the relay says so and goes on.
 set -u
-# Every check runs twice: one worker thread (-j 1), then two (-j 2),
-# where connections are spread over workers with an epoll instance each.
-if [ -z "${RELAY_J:-}" ]; then
-	for j in 1 2; do
-		echo "== relay -j $j"
-		RELAY_J=$j bash "$0" "$@" || exit $?
-	done
-	exit 0
-fi
-B=${B:-build}
-PP="$B/pagepipe"
-PEER=$(dirname "$0")/relay-peer.py
-[ -x "$PP" ] || { echo "no $PP: build with make tools"; exit 77; }
-command -v python3 >/dev/null || { echo "python3 missing: relay tests need it"; exit 77; }
-T=$(mktemp -d /tmp/pp-cli-relay-limit.XXXXXX)
-pids=()
-cleanup() {
-	exec 2>/dev/null
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-port=
-start() {
-	local name=$1; shift
-	"$@" > "$T/$name.out" 2> "$T/$name.err" &
-	pids+=($!)
-	for _ in $(seq 1 200); do
-		port=$(head -n 1 "$T/$name.out" 2>/dev/null | grep -Eo '[0-9]+$')
-		[ -n "$port" ] && return 0
-		sleep 0.05
-	done
-	echo "FAIL: $name did not start: $(cat "$T/$name.err")"
-	exit 1
-}
+# shellcheck source=relay-lib.sh
+. "$(dirname "$0")/relay-lib.sh"
 
 start echo python3 "$PEER" echo; eport=$port
 start relay "$PP" relay -j "$RELAY_J" -v --max-conns 5 127.0.0.1:0 "127.0.0.1:$eport"; rport=$port; rpid=${pids[-1]}

@@ -5,29 +5,9 @@
 # with a half-close in between, peers that close early (client and
 # server), 100 connections open at once, and a target that stops reading.
 set -u
-# Every check runs twice: one worker thread (-j 1), then two (-j 2),
-# where connections are spread over workers with an epoll instance each.
-if [ -z "${RELAY_J:-}" ]; then
-	for j in 1 2; do
-		echo "== relay -j $j"
-		RELAY_J=$j bash "$0" "$@" || exit $?
-	done
-	exit 0
-fi
-B=${B:-build}
-PP="$B/pagepipe"
-[ -x "$PP" ] || { echo "no $PP: build with make tools"; exit 77; }
-command -v python3 >/dev/null || { echo "python3 missing: relay tests need it"; exit 77; }
-T=$(mktemp -d /tmp/pp-cli-relay.XXXXXX)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-fails=0 notes=()
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# shellcheck source=relay-lib.sh
+. "$(dirname "$0")/relay-lib.sh"
+notes=()
 sum() { sha256sum | cut -d' ' -f1; }
 
 cat > "$T/peer.py" <<'PY'
@@ -171,20 +151,6 @@ elif mode == "early": client_early(sys.argv[2])
 elif mode == "slammed": client_slammed(sys.argv[2])
 PY
 
-# start NAME CMD...: run in the background, its first stdout line (a port) in $port.
-port=
-start() {
-	local name=$1; shift
-	"$@" > "$T/$name.out" 2> "$T/$name.err" &
-	pids+=($!)
-	for _ in $(seq 1 100); do
-		port=$(head -n 1 "$T/$name.out" 2>/dev/null | grep -Eo '[0-9]+$')
-		[ -n "$port" ] && return 0
-		sleep 0.05
-	done
-	echo "FAIL: $name did not start: $(cat "$T/$name.err")"
-	exit 1
-}
 relay_to() { start "relay$1" "$PP" relay -j "$RELAY_J" 127.0.0.1:0 "127.0.0.1:$1"; }
 
 head -c 100000000 /dev/urandom > "$T/up"
@@ -262,7 +228,6 @@ th=$(ls /proc/"$frpid"/task 2>/dev/null | wc -l)
 # Backpressure: a target that reads nothing.  The relay stops reading too,
 # so the client blocks after the socket buffers and one pagepipe (some
 # 20 MB), and the relay's memory stays small; then the target reads it all.
-PEER=$(dirname "$0")/relay-peer.py
 start stall python3 "$PEER" stall "$T/go"; stport=$port
 relay_to "$stport"; strport=$port; strpid=${pids[-1]}
 r=$(timeout 60 python3 "$PEER" backpressure "$strport" 256)
