@@ -506,39 +506,14 @@ static bool iter_plain(const struct pp_iov_iter *it, size_t n)
 	return true;
 }
 
-/*
- * Read one byte of every page of the next n bytes.  Memory that is not
- * there (a freed or wild buffer) then faults here, in the reader's own
- * thread and before any byte left the pipe, as it would have in the
- * reader's own copy; not later in the writer's (test/handoff-diff
- * reader_buffer_half_unmapped).  A load, not a store: a store would dirty
- * file mappings and copy private ones beyond what the read fills.  So a
- * buffer that is mapped but read-only still faults in the writer's copy
- * (docs/design.md section 6).
- */
-static void iter_probe(const struct pp_iov_iter *it, size_t n)
-{
-	const struct iovec *iov = it->iov;
-	size_t off = it->off;
-
-	for (int i = 0; i < it->nr && n; i++, iov++, off = 0) {
-		size_t len = min_t(size_t, iov->iov_len - off, n);
-		uintptr_t a = (uintptr_t)iov->iov_base + off, end = a + len;
-
-		for (; a < end; a = (a | (pp__page_size - 1)) + 1)
-			(void)*(volatile const unsigned char *)a;
-		n -= len;
-	}
-}
-
 /* Consumer, rd_mutex held, the pipe empty: offer it; true if made. */
 static bool handoff_offer(struct pp_pipe *p, struct pp_iov_iter *it, size_t total)
 {
 	unsigned int none = PP_HO_NONE;
 
-	if (total < PP_HANDOFF_MIN || !iter_plain(it, total))
+	/* No writer: EOF, nobody to hand anything over. */
+	if (total < PP_HANDOFF_MIN || !pp__pipe_writers(p) || !iter_plain(it, total))
 		return false;
-	iter_probe(it, min_t(size_t, total, (size_t)p->max_usage << pp__page_shift));
 	/* Ours before we write the fields: another reader may hold the offer. */
 	if (!__atomic_compare_exchange_n(&p->ho_state, &none, PP_HO_BUSY, false,
 					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
