@@ -179,20 +179,28 @@ ssize_t pp__pipe_set_size(struct pp_pipe *p, unsigned long arg)
 	 * Compact to index 0, keeping order and merge words.  A drained slot
 	 * (pipe.h) holds nothing and is left behind: the new ring may have no
 	 * room for it, and nobody else is in the ring to care.  Merge words
-	 * are stored atomically: a waiter may be glancing at a reused array.
+	 * are stored atomically: a waiter may be glancing at either array.
+	 * What moves is cleared behind it, so the old array, if a later resize
+	 * reuses it, holds no slot that looks occupied (only moved slots can:
+	 * consumers clear ops as they retire), and no slot past n is touched
+	 * here: a huge ring's array stays untouched memory until it is used.
 	 */
 	if (n && pp__slot_drained(p, p->tail)) {
-		spare = pp__pipe_slot(p, p->tail)->buf;
+		struct pp_slot *d = pp__pipe_slot(p, p->tail);
+
+		spare = d->buf;
+		d->buf.ops = NULL;
 		__atomic_store_n(&p->tail, p->tail + 1, __ATOMIC_RELEASE);
 		n--;
 	}
-	for (unsigned int i = 0; i < ring_size; i++) {
-		struct pp_slot *from = i < n ? pp__pipe_slot(p, p->tail + i) : NULL;
+	for (unsigned int i = 0; i < n; i++) {
+		struct pp_slot *from = pp__pipe_slot(p, p->tail + i);
 
-		ring->slot[i].buf = from ? from->buf : (struct pp_buf){ .ops = NULL };
-		__atomic_store_n(&ring->slot[i].end,
-				 from ? __atomic_load_n(&from->end, __ATOMIC_RELAXED) : 0,
+		ring->slot[i].buf = from->buf;
+		__atomic_store_n(&ring->slot[i].end, __atomic_load_n(&from->end, __ATOMIC_RELAXED),
 				 __ATOMIC_RELAXED);
+		from->buf.ops = NULL;
+		__atomic_store_n(&from->end, 0, __ATOMIC_RELAXED);
 	}
 	p->ring->retired = p->retired;
 	p->retired = p->ring;
