@@ -974,11 +974,14 @@ static int splice_and_reader(void)
  * A blocked tee beside a blocked reader: tee copies without consuming, so
  * it may see the first write (if it runs before the reader takes it) or
  * stay blocked and see the second.  Either way the reader gets the first
- * write once and the pipe keeps the second.
+ * write once and the pipe keeps the second.  Linux's tee may also return
+ * 0 when it woke for the first write but the reader took it before tee
+ * locked the pipe (link_pipe() does not retry, splice does); a pagepipe
+ * retries instead (src/tee.c), so a 0 is accepted from the kernel only.
  */
 static int tee_and_reader(void)
 {
-	int seen[2][2] = { { 0 } };
+	int seen[2][3] = { { 0 } };
 
 	for (int kernel = 1; kernel >= 0; kernel--) {
 		for (int round = 0; round < 20; round++) {
@@ -1007,21 +1010,29 @@ static int tee_and_reader(void)
 				op_join(&te);
 				ASSERT_EQ(x_write(&x, src + 64, 64).ret, 64);
 			}
-			ASSERT_EQ(te.res.ret, 64);
-			ASSERT_EQ(x_read(&sink, tb, sizeof(tb)).ret, 64);
-			ASSERT_MEM_EQ(tb, src + (tee_first ? 0 : 64), 64);
+			if (te.res.ret == 0 && tee_first && kernel) {
+				seen[kernel][2]++;	/* Linux's false 0, see above */
+				ASSERT_EQ(x_fionread(&sink), 0);
+			} else {
+				if (te.res.ret != 64)
+					t_fail_at(__FILE__, __LINE__, "%s: tee beside a reader returned "
+						  "%lld (%s)", kind(&x), te.res.ret,
+						  te.res.err ? strerror(te.res.err) : "ok");
+				ASSERT_EQ(x_read(&sink, tb, sizeof(tb)).ret, 64);
+				ASSERT_MEM_EQ(tb, src + (tee_first ? 0 : 64), 64);
+				seen[kernel][tee_first]++;
+			}
 			/* The pipe itself: the second write, once. */
 			ASSERT_EQ(x_fionread(&x), 64);
 			ASSERT_EQ(x_read(&x, rb, sizeof(rb)).ret, 64);
 			ASSERT_MEM_EQ(rb, src + 64, 64);
-			seen[kernel][tee_first]++;
 			x_close(&x);
 			x_close(&sink);
 		}
 	}
-	if (verbose)
-		printf("tee saw the first write: kernel %d/20, pagepipe %d/20\n", seen[1][1],
-		       seen[0][1]);
+	if (verbose || seen[1][2])
+		printf("tee saw the first write: kernel %d/20 (and returned 0 %d times), "
+		       "pagepipe %d/20\n", seen[1][1], seen[1][2], seen[0][1]);
 	return T_EXIT_PASS;
 }
 
