@@ -120,17 +120,23 @@ enum pp__buf_class {
 	PP_BUF_KERNEL,
 };
 
+/* PP_BUF_MEMORY, without asking ->origin what the rest are. */
+static inline bool pp__buf_is_memory(const struct pp_buf *buf)
+{
+	return buf->ops != &pp__kernel_buf_ops && !buf->ops->map && buf->page;
+}
+
 static inline enum pp__buf_class pp__buf_class(const struct pp_buf *buf)
 {
 	int fd;
 	off_t pos;
 
+	if (pp__buf_is_memory(buf))
+		return PP_BUF_MEMORY;
 	if (buf->ops == &pp__kernel_buf_ops)
 		return PP_BUF_KERNEL;
 	if (buf->ops->map)
 		return PP_BUF_MAPPED;
-	if (buf->page)
-		return PP_BUF_MEMORY;
 	if (buf->ops->origin && buf->ops->origin(NULL, buf, &fd, &pos) == 0)
 		return PP_BUF_FILE;
 	return PP_BUF_MAPPED;	/* ->map's default: the page, which is NULL: EIO */
