@@ -417,6 +417,9 @@ void pp__pipe_release_bufs(struct pp_pipe *p, struct pp_buf *bufs, unsigned int 
 
 void pp__pipe_release_dead(struct pp_pipe *p, struct pp__dead *dead)
 {
+	/* Anonymous pages went at once (dead_add): usually nothing waits here. */
+	if (likely(!dead->nr && !dead->more))
+		return;
 	pp__pipe_release_bufs(p, dead->buf, min_t(unsigned int, dead->nr, PP_DEAD_MAX));
 	if (dead->nr > PP_DEAD_MAX)
 		pp__pipe_release_bufs(p, dead->more, dead->nr - PP_DEAD_MAX);
