@@ -47,8 +47,6 @@ static struct pp_pipe *pipe_alloc(void)
 		return NULL;
 	}
 	mutex_init(&p->mutex);
-	mutex_init(&p->rd_mutex);
-	mutex_init(&p->wr_mutex);
 	p->max_usage = PP_DEF_SLOTS;
 	p->readers = p->writers = 1;
 	p->files = 2;
@@ -73,8 +71,6 @@ static void pipe_free(struct pp_pipe *p)
 	if (p->wr_event_fd >= 0)
 		close(p->wr_event_fd);
 	pthread_mutex_destroy(&p->mutex);
-	pthread_mutex_destroy(&p->rd_mutex);
-	pthread_mutex_destroy(&p->wr_mutex);
 	free(p->slots);
 	free(p);
 }

@@ -39,6 +39,74 @@
 
 /* ---------------------------------------------------------------------- */
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/*
+ * The side locks (struct pp_side_lock): Drepper's third futex mutex
+ * ("Futexes Are Tricky").  state is 0 free, 1 held, 2 held with maybe a
+ * thread asleep on it.  Taking it is a CAS 0 -> 1; failing that, a short
+ * spin (the holder copies a few pages at most, or holds it for a long time
+ * and we sleep anyway), then an exchange to 2 and FUTEX_WAIT while the
+ * exchange does not return 0.  Letting go is an exchange to 0, and a
+ * FUTEX_WAKE only if it returned 2.
+ *
+ * Ordering: the only stores of 0 are the unlocks, exchanges with release;
+ * every way in (the CAS, the exchange to 2) is a read-modify-write with
+ * acquire that reads 0, so it reads from an unlock's exchange (or from the
+ * zeroed memory of a new pipe) and everything the previous holder did
+ * under the lock happens before everything the next one does.  The spin's
+ * loads are relaxed: they only say when to try.  No wake-up is lost: a
+ * thread sleeps only while the word is 2 (the kernel compares it), and 2
+ * was stored by the sleeper's own exchange, so the unlock that follows it
+ * reads 2 and wakes someone; whoever is woken stores 2 again before it
+ * takes the lock or sleeps, so the next unlock wakes the next sleeper.
+ * A spurious wake-up (the FUTEX_WAKE of an unlock that comes after the
+ * word's memory went to another pipe) is harmless: futex waiters re-check.
+ */
+#define SIDE_LOCK_SPINS	100	/* glibc's adaptive mutex spins as many */
+
+static inline bool side_trylock(struct pp_side_lock *l)
+{
+	unsigned int free = 0;
+
+	return __atomic_compare_exchange_n(&l->state, &free, 1, false, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+static void __attribute__((noinline)) side_lock_slow(struct pp_side_lock *l)
+{
+	for (int i = 0; i < SIDE_LOCK_SPINS; i++) {
+		unsigned int c = __atomic_load_n(&l->state, __ATOMIC_RELAXED);
+
+		if (c == 0 && side_trylock(l))
+			return;
+		if (c == 2)
+			break;	/* others sleep on it already: join them */
+		cpu_relax();
+	}
+	while (__atomic_exchange_n(&l->state, 2, __ATOMIC_ACQUIRE) != 0)
+		syscall(SYS_futex, &l->state, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+}
+
+static inline void side_lock(struct pp_side_lock *l)
+{
+	if (unlikely(!side_trylock(l)))
+		side_lock_slow(l);
+}
+
+static inline void side_unlock(struct pp_side_lock *l)
+{
+	if (unlikely(__atomic_exchange_n(&l->state, 0, __ATOMIC_RELEASE) == 2))
+		syscall(SYS_futex, &l->state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 /* Stored only when it changed, so the peer's cached copy stays valid. */
 static inline void note_cpu(int *where)
 {
@@ -59,13 +127,13 @@ static inline void note_cpu(int *where)
 int pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock)
 {
 	if (nonblock) {
-		while (pthread_mutex_trylock(&p->rd_mutex)) {
+		while (!side_trylock(&p->rd_mutex)) {
 			if (__atomic_load_n(&p->loan_active, __ATOMIC_ACQUIRE))
 				return -EAGAIN;
 			sched_yield();
 		}
 	} else {
-		pthread_mutex_lock(&p->rd_mutex);
+		side_lock(&p->rd_mutex);
 	}
 	note_cpu(&p->rd_cpu);
 	return 0;
@@ -85,21 +153,22 @@ bool pp__pipe_lock_consumer_ctl(struct pp_pipe *p)
 	return true;
 }
 
+/* A read loan may end in another thread than the one that took it. */
 void pp__pipe_unlock_consumer(struct pp_pipe *p)
 {
-	pthread_mutex_unlock(&p->rd_mutex);
+	side_unlock(&p->rd_mutex);
 }
 
 /* Producers never hold wr_mutex across a wait or a system call. */
 void pp__pipe_lock_producer(struct pp_pipe *p)
 {
-	pthread_mutex_lock(&p->wr_mutex);
+	side_lock(&p->wr_mutex);
 	note_cpu(&p->wr_cpu);
 }
 
 void pp__pipe_unlock_producer(struct pp_pipe *p)
 {
-	pthread_mutex_unlock(&p->wr_mutex);
+	side_unlock(&p->wr_mutex);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -194,15 +263,6 @@ void pp__pipe_wake_all(struct pp_pipe *p)
 #endif
 
 static int online_cpus;
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
 
 static long long mono_ns(void)
 {
