@@ -107,10 +107,40 @@ static inline void side_unlock(struct pp_side_lock *l)
 		syscall(SYS_futex, &l->state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+/*
+ * The CPU we run on, as sched_getcpu() says it, without the call into libc:
+ * glibc (2.35 on) registers an rseq area per thread, where the kernel keeps
+ * cpu_id current, and sched_getcpu() reads it there.  A negative cpu_id
+ * (registration failed or was turned off; valgrind) asks libc after all.
+ */
+#if defined(__has_include)
+#if __has_include(<sys/rseq.h>) && (defined(__x86_64__) || defined(__aarch64__))
+#include <sys/rseq.h>
+#define PP_HAVE_RSEQ	1
+#endif
+#endif
+
+#ifdef PP_HAVE_RSEQ
+static inline int this_cpu(void)
+{
+	const struct rseq *rs = (const struct rseq *)((char *)__builtin_thread_pointer() +
+						      __rseq_offset);
+	/* The kernel writes it at each migration: atomic load. */
+	int cpu = (int)__atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
+
+	return likely(cpu >= 0) ? cpu : sched_getcpu();
+}
+#else
+static inline int this_cpu(void)
+{
+	return sched_getcpu();
+}
+#endif
+
 /* Stored only when it changed, so the peer's cached copy stays valid. */
 static inline void note_cpu(int *where)
 {
-	int cpu = sched_getcpu();
+	int cpu = this_cpu();
 
 	if (__atomic_load_n(where, __ATOMIC_RELAXED) != cpu)
 		__atomic_store_n(where, cpu, __ATOMIC_RELAXED);
