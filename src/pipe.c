@@ -411,16 +411,23 @@ void pp__pipe_release_bufs(struct pp_pipe *p, struct pp_buf *bufs, unsigned int 
 		pp__buf_release(p, &bufs[i]);
 }
 
-void pp__pipe_release_dead(struct pp_pipe *p, struct pp__dead *dead)
+static void __attribute__((noinline)) release_dead(struct pp_pipe *p, struct pp__dead *dead)
 {
-	/* Anonymous pages went at once (dead_add): usually nothing waits here. */
-	if (likely(!dead->nr && !dead->more))
-		return;
 	pp__pipe_release_bufs(p, dead->buf, min_t(unsigned int, dead->nr, PP_DEAD_MAX));
 	if (dead->nr > PP_DEAD_MAX)
 		pp__pipe_release_bufs(p, dead->more, dead->nr - PP_DEAD_MAX);
 	free(dead->more);
 	pp__dead_init(dead);
+}
+
+void pp__pipe_release_dead(struct pp_pipe *p, struct pp__dead *dead)
+{
+	/*
+	 * Anonymous pages went at once (dead_add): usually nothing waits
+	 * here, and nr == 0 with no heap part is what pp__dead_init() left.
+	 */
+	if (unlikely(dead->nr || dead->more))
+		release_dead(p, dead);
 }
 
 /* ---------------------------------------------------------------------- */
