@@ -63,7 +63,21 @@ unsigned int pp__thread_page_count(void);	/* pages in this thread's cache (tests
 void  pp__page_pool_stats(size_t *chunks, size_t *in_use);	/* pages out of the pool (tests) */
 void  pp__page_trim(void);	/* sweep unused thread caches now (tests; buf.c) */
 void  pp__pipe_free_tmp_pages(struct pp_pipe *p);
-void  pp__pipe_trim_tmp_pages(struct pp_pipe *p);	/* a drained slot is the spare */
+void  pp__pipe_trim_tmp_pages_now(struct pp_pipe *p);
+
+/*
+ * A drained slot is the spare: let go of the kept pages.  Plain loads
+ * first, inline: the common case, every read that drains the pipe, finds
+ * the cache empty.
+ */
+static inline void pp__pipe_trim_tmp_pages(struct pp_pipe *p)
+{
+	for (int i = 0; i < PP_TMP_PAGES; i++)
+		if (atomic_load_explicit(&p->tmp_page[i], memory_order_relaxed)) {
+			pp__pipe_trim_tmp_pages_now(p);
+			return;
+		}
+}
 extern unsigned int pp__page_ref_max;			/* tests lower it to reach the limit */
 
 /* File pages and user memory (file_buf.c, user_buf.c). */
