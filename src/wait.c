@@ -52,8 +52,9 @@ static inline void cpu_relax(void)
  * The side locks (struct pp_side_lock): Drepper's third futex mutex
  * ("Futexes Are Tricky").  state is 0 free, 1 held, 2 held with maybe a
  * thread asleep on it.  Taking it is a CAS 0 -> 1; failing that, a short
- * spin (the holder copies a few pages at most, or holds it for a long time
- * and we sleep anyway), then an exchange to 2 and FUTEX_WAIT while the
+ * spin of CAS attempts, sleepers or not, as glibc's adaptive mutex spins
+ * (the holder copies a few pages at most, or holds it for a long time and
+ * we sleep anyway), then an exchange to 2 and FUTEX_WAIT while the
  * exchange does not return 0.  Letting go is an exchange to 0, and a
  * FUTEX_WAKE only if it returned 2.
  *
@@ -67,6 +68,10 @@ static inline void cpu_relax(void)
  * was stored by the sleeper's own exchange, so the unlock that follows it
  * reads 2 and wakes someone; whoever is woken stores 2 again before it
  * takes the lock or sleeps, so the next unlock wakes the next sleeper.
+ * A spinner that takes the lock with its CAS (leaving 1) while others
+ * sleep changes nothing here: the word leaves 2 only by an unlock that
+ * woke one of them, and that one, awake but not yet in, stores 2 again
+ * when it runs.
  * A spurious wake-up (the FUTEX_WAKE of an unlock that comes after the
  * word's memory went to another pipe) is harmless: futex waiters re-check.
  */
@@ -87,8 +92,6 @@ static void __attribute__((noinline)) side_lock_slow(struct pp_side_lock *l)
 
 		if (c == 0 && side_trylock(l))
 			return;
-		if (c == 2)
-			break;	/* others sleep on it already: join them */
 		cpu_relax();
 	}
 	while (__atomic_exchange_n(&l->state, 2, __ATOMIC_ACQUIRE) != 0)
