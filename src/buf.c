@@ -524,9 +524,10 @@ void pp__page_free(struct pp_pipe *p, void *page)
  * A pipe left holding a drained slot keeps its page as a spare already,
  * which is what the next write takes: its cached pages go to this thread's
  * cache, where the pool gets them back in batches if nobody uses them.
- * So an idle pipe that carried traffic keeps one page, not three.
+ * So an idle pipe that carried traffic keeps one page, not three.  This
+ * is pp__pipe_trim_tmp_pages() (buf.h) once it found a page kept.
  */
-void pp__pipe_trim_tmp_pages(struct pp_pipe *p)
+void pp__pipe_trim_tmp_pages_now(struct pp_pipe *p)
 {
 	for (int i = 0; i < PP_TMP_PAGES; i++) {
 		void *page;

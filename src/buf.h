@@ -63,7 +63,21 @@ unsigned int pp__thread_page_count(void);	/* pages in this thread's cache (tests
 void  pp__page_pool_stats(size_t *chunks, size_t *in_use);	/* pages out of the pool (tests) */
 void  pp__page_trim(void);	/* sweep unused thread caches now (tests; buf.c) */
 void  pp__pipe_free_tmp_pages(struct pp_pipe *p);
-void  pp__pipe_trim_tmp_pages(struct pp_pipe *p);	/* a drained slot is the spare */
+void  pp__pipe_trim_tmp_pages_now(struct pp_pipe *p);
+
+/*
+ * A drained slot is the spare: let go of the kept pages.  Plain loads
+ * first, inline: the common case, every read that drains the pipe, finds
+ * the cache empty.
+ */
+static inline void pp__pipe_trim_tmp_pages(struct pp_pipe *p)
+{
+	for (int i = 0; i < PP_TMP_PAGES; i++)
+		if (atomic_load_explicit(&p->tmp_page[i], memory_order_relaxed)) {
+			pp__pipe_trim_tmp_pages_now(p);
+			return;
+		}
+}
 extern unsigned int pp__page_ref_max;			/* tests lower it to reach the limit */
 
 /* File pages and user memory (file_buf.c, user_buf.c). */
@@ -120,17 +134,23 @@ enum pp__buf_class {
 	PP_BUF_KERNEL,
 };
 
+/* PP_BUF_MEMORY, without asking ->origin what the rest are. */
+static inline bool pp__buf_is_memory(const struct pp_buf *buf)
+{
+	return buf->ops != &pp__kernel_buf_ops && !buf->ops->map && buf->page;
+}
+
 static inline enum pp__buf_class pp__buf_class(const struct pp_buf *buf)
 {
 	int fd;
 	off_t pos;
 
+	if (pp__buf_is_memory(buf))
+		return PP_BUF_MEMORY;
 	if (buf->ops == &pp__kernel_buf_ops)
 		return PP_BUF_KERNEL;
 	if (buf->ops->map)
 		return PP_BUF_MAPPED;
-	if (buf->page)
-		return PP_BUF_MEMORY;
 	if (buf->ops->origin && buf->ops->origin(NULL, buf, &fd, &pos) == 0)
 		return PP_BUF_FILE;
 	return PP_BUF_MAPPED;	/* ->map's default: the page, which is NULL: EIO */

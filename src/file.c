@@ -39,10 +39,8 @@ struct pp_file *pp__file_alloc(const struct pp_file_ops *ops, enum pp_kind kind,
 	return f;
 }
 
-void pp__file_put(struct pp_file *f)
+void pp__file_free(struct pp_file *f)
 {
-	if (atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1)
-		return;
 	if (f->ops->release)
 		f->ops->release(f);
 	if (f->fref)
@@ -58,12 +56,23 @@ PP_EXPORT int pp_close(struct pp_file *f)
 	return 0;
 }
 
-static ssize_t do_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
+/*
+ * A pagepipe end goes straight to the pipe: its readable end's ops are
+ * pp__pipe_read_ops, and the access mode, fixed at pp_pipe2(), says which
+ * end it is.
+ */
+static inline ssize_t do_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 {
 	ssize_t r;
 
 	if (!f || !pp__file_readable(f))
 		return -EBADF;
+	if (likely(pp__is_pipe(f))) {
+		pp__file_get(f);
+		r = pp__pipe_read(f, iov, iovcnt, pp__file_flags(f) & O_NONBLOCK);
+		pp__file_put(f);
+		return r;
+	}
 	if (!f->ops->readv)
 		return -EINVAL;
 	pp__file_get(f);
@@ -72,12 +81,18 @@ static ssize_t do_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	return r;
 }
 
-static ssize_t do_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
+static inline ssize_t do_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 {
 	ssize_t r;
 
 	if (!f || !pp__file_writable(f))
 		return -EBADF;
+	if (likely(pp__is_pipe(f))) {
+		pp__file_get(f);
+		r = pp__pipe_writev(f, iov, iovcnt);
+		pp__file_put(f);
+		return r;
+	}
 	if (!f->ops->writev)
 		return -EINVAL;
 	pp__file_get(f);
@@ -90,7 +105,7 @@ PP_EXPORT ssize_t pp_read(struct pp_file *f, void *buf, size_t count)
 {
 	struct iovec iov = { buf, count };
 
-	if (f && f->kind != PP_KIND_PIPE && f->kind != PP_KIND_USER) {
+	if (unlikely(f && f->kind != PP_KIND_PIPE && f->kind != PP_KIND_USER)) {
 		ssize_t r = read(f->fd, buf, count);	/* exactly read(2) */
 
 		return r;
@@ -105,7 +120,7 @@ PP_EXPORT ssize_t pp_write(struct pp_file *f, const void *buf, size_t count)
 {
 	struct iovec iov = { (void *)buf, count };
 
-	if (f && f->kind != PP_KIND_PIPE && f->kind != PP_KIND_USER)
+	if (unlikely(f && f->kind != PP_KIND_PIPE && f->kind != PP_KIND_USER))
 		return write(f->fd, buf, count);	/* exactly write(2) */
 	if (!pp__access_ok(buf, count))
 		return pp__ret(-EFAULT);

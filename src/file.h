@@ -82,7 +82,13 @@ static inline void pp__file_get(struct pp_file *f)
 {
 	atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
 }
-void pp__file_put(struct pp_file *f);
+void pp__file_free(struct pp_file *f);	/* the last reference went */
+
+static inline void pp__file_put(struct pp_file *f)
+{
+	if (atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) == 1)
+		pp__file_free(f);
+}
 
 /* OS descriptors. */
 extern const struct pp_file_ops pp__fd_ops;		/* generic pass-through */

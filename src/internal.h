@@ -23,6 +23,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "pagepipe.h"
@@ -81,13 +82,43 @@ static inline long pp__ret(long r)
 	return r;
 }
 
+/* The top of the user address space, as access_ok() knows it. */
+#if defined(__x86_64__)
+#define PP_TASK_SIZE	0x00007ffffffff000ull
+#elif defined(__aarch64__)
+#define PP_TASK_SIZE	(1ull << 48)
+#else
+#define PP_TASK_SIZE	UINTPTR_MAX
+#endif
+
+static inline bool pp__access_ok(const void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr;
+
+	return a + len >= a && a + len <= PP_TASK_SIZE;
+}
+
 /*
  * Sum an iovec array: -EINVAL for a bad count or a segment past ssize_t,
  * -EFAULT for a segment no user address can hold (access_ok).  A NULL
  * base is found at copy time, as the kernel finds it.
+ *
+ * The inline parts of this and of the copies below are what every read()
+ * and write() of a few bytes runs: one segment, copied whole by one
+ * memcpy.  Everything else goes to iov.c.
  */
-ssize_t pp__iov_total(const struct iovec *iov, int iovcnt);
-bool pp__access_ok(const void *addr, size_t len);
+ssize_t pp__iov_total_many(const struct iovec *iov, int iovcnt);
+
+static inline ssize_t pp__iov_total(const struct iovec *iov, int iovcnt)
+{
+	/* access_ok() sees a lone segment cut to MAX_RW_COUNT (import_ubuf). */
+	if (likely(iovcnt == 1 && iov && iov->iov_len <= (size_t)SSIZE_MAX)) {
+		size_t len = min_t(size_t, iov->iov_len, PP_MAX_RW);
+
+		return pp__access_ok(iov->iov_base, len) ? (ssize_t)len : -EFAULT;
+	}
+	return pp__iov_total_many(iov, iovcnt);
+}
 
 /* An iovec cursor (iov.c): the position equals the bytes consumed (CVE-2015-1805). */
 struct pp_iov_iter {
@@ -96,8 +127,48 @@ struct pp_iov_iter {
 	size_t off;		/* within iov[0] */
 };
 
-size_t  pp__iter_copy_from(struct pp_iov_iter *it, char *dst, size_t len);
-ssize_t pp__iter_copy_buf(struct pp_pipe *p, struct pp_buf *buf, size_t off, size_t len,
-			  struct pp_iov_iter *it);
+/* True if the segment the cursor is in takes len more bytes, whole. */
+static inline bool pp__iter_fits(const struct pp_iov_iter *it, size_t len)
+{
+	return it->nr && it->iov->iov_base && it->iov->iov_len - it->off >= len;
+}
+
+size_t  pp__iter_copy_from_many(struct pp_iov_iter *it, char *dst, size_t len);
+ssize_t pp__iter_copy_buf_many(struct pp_pipe *p, struct pp_buf *buf, size_t off, size_t len,
+			       struct pp_iov_iter *it);
+
+/*
+ * Copy len bytes out of the iterator; returns the bytes copied, fewer when
+ * a segment has a NULL base (the fault the kernel would take there).
+ */
+static inline size_t pp__iter_copy_from(struct pp_iov_iter *it, char *dst, size_t len)
+{
+	if (likely(pp__iter_fits(it, len))) {
+		memcpy(dst, (const char *)it->iov->iov_base + it->off, len);
+		it->off += len;
+		return len;
+	}
+	return pp__iter_copy_from_many(it, dst, len);
+}
+
+/*
+ * Copy one buffer's bytes [off, off + len) into the iterator.  Memory the
+ * iterator cannot take directly (a file buffer read by pread) goes straight
+ * into the destination segment by segment.  Bytes copied (fewer when the
+ * data behind the buffer shrank), -ENODATA if none was left, or -EFAULT
+ * at a NULL segment, whatever was copied before it.  Memory the buffer
+ * addresses is copied here as pp__buf_copy_out() would copy it.
+ */
+static inline ssize_t pp__iter_copy_buf(struct pp_pipe *p, struct pp_buf *buf, size_t off,
+					size_t len, struct pp_iov_iter *it)
+{
+	if (likely(pp__iter_fits(it, len) && pp__buf_is_memory(buf))) {
+		memcpy((char *)it->iov->iov_base + it->off,
+		       (const char *)buf->page + buf->offset + off, len);
+		it->off += len;
+		return (ssize_t)len;
+	}
+	return pp__iter_copy_buf_many(p, buf, off, len, it);
+}
 
 #endif /* PP_INTERNAL_H */

@@ -1,28 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * iov.c - the iovec cursor and the address checks user memory meets first.
+ * iov.c - the iovec cursor and the address checks user memory meets first:
+ * what internal.h's inline fast paths leave, several segments and buffers
+ * that are not plain memory.
  */
 #include "internal.h"
 
 #include <string.h>
 
-/* The top of the user address space, as access_ok() knows it. */
-#if defined(__x86_64__)
-#define PP_TASK_SIZE	0x00007ffffffff000ull
-#elif defined(__aarch64__)
-#define PP_TASK_SIZE	(1ull << 48)
-#else
-#define PP_TASK_SIZE	UINTPTR_MAX
-#endif
-
-bool pp__access_ok(const void *addr, size_t len)
-{
-	uintptr_t a = (uintptr_t)addr;
-
-	return a + len >= a && a + len <= PP_TASK_SIZE;
-}
-
-ssize_t pp__iov_total(const struct iovec *iov, int iovcnt)
+ssize_t pp__iov_total_many(const struct iovec *iov, int iovcnt)
 {
 	size_t total = 0;
 
@@ -57,11 +43,8 @@ static void iter_skip_empty(struct pp_iov_iter *it)
 	}
 }
 
-/*
- * Copy len bytes out of the iterator; returns the bytes copied, fewer when
- * a segment has a NULL base (the fault the kernel would take there).
- */
-size_t pp__iter_copy_from(struct pp_iov_iter *it, char *dst, size_t len)
+/* pp__iter_copy_from() (internal.h), across segments. */
+size_t pp__iter_copy_from_many(struct pp_iov_iter *it, char *dst, size_t len)
 {
 	size_t done = 0;
 
@@ -79,15 +62,9 @@ size_t pp__iter_copy_from(struct pp_iov_iter *it, char *dst, size_t len)
 	return done;
 }
 
-/*
- * Copy one buffer's bytes [off, off + len) into the iterator.  Memory the
- * iterator cannot take directly (a file buffer read by pread) goes straight
- * into the destination segment by segment.  Bytes copied (fewer when the
- * data behind the buffer shrank), -ENODATA if none was left, or -EFAULT
- * at a NULL segment, whatever was copied before it.
- */
-ssize_t pp__iter_copy_buf(struct pp_pipe *p, struct pp_buf *buf, size_t off, size_t len,
-			  struct pp_iov_iter *it)
+/* pp__iter_copy_buf() (internal.h), across segments or through the buffer's ops. */
+ssize_t pp__iter_copy_buf_many(struct pp_pipe *p, struct pp_buf *buf, size_t off, size_t len,
+			       struct pp_iov_iter *it)
 {
 	size_t done = 0;
 

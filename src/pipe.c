@@ -60,8 +60,6 @@ static struct pp_pipe *pipe_alloc(void)
 	p->slots = p->ring->slot;
 	p->ring_size = p->ring->size;
 	mutex_init(&p->mutex);
-	mutex_init(&p->rd_mutex);
-	mutex_init(&p->wr_mutex);
 	p->max_usage = PP_DEF_SLOTS;
 	p->readers = p->writers = 1;
 	p->files = 2;
@@ -86,8 +84,6 @@ static void pipe_free(struct pp_pipe *p)
 	if (p->wr_event_fd >= 0)
 		close(p->wr_event_fd);
 	pthread_mutex_destroy(&p->mutex);
-	pthread_mutex_destroy(&p->rd_mutex);
-	pthread_mutex_destroy(&p->wr_mutex);
 	while (p->retired) {
 		struct pp__ring *r = p->retired;
 
@@ -427,13 +423,23 @@ void pp__pipe_release_bufs(struct pp_pipe *p, struct pp_buf *bufs, unsigned int 
 		pp__buf_release(p, &bufs[i]);
 }
 
-void pp__pipe_release_dead(struct pp_pipe *p, struct pp__dead *dead)
+static void __attribute__((noinline)) release_dead(struct pp_pipe *p, struct pp__dead *dead)
 {
 	pp__pipe_release_bufs(p, dead->buf, min_t(unsigned int, dead->nr, PP_DEAD_MAX));
 	if (dead->nr > PP_DEAD_MAX)
 		pp__pipe_release_bufs(p, dead->more, dead->nr - PP_DEAD_MAX);
 	free(dead->more);
 	pp__dead_init(dead);
+}
+
+void pp__pipe_release_dead(struct pp_pipe *p, struct pp__dead *dead)
+{
+	/*
+	 * Anonymous pages went at once (dead_add): usually nothing waits
+	 * here, and nr == 0 with no heap part is what pp__dead_init() left.
+	 */
+	if (unlikely(dead->nr || dead->more))
+		release_dead(p, dead);
 }
 
 /* ---------------------------------------------------------------------- */

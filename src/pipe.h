@@ -109,6 +109,15 @@ struct pp__ring {
 	struct pp_slot slot[];
 };
 
+/*
+ * A side lock (rd_mutex, wr_mutex): a futex word of our own, cheaper than
+ * a pthread mutex on the path every read and write takes (wait.c).  Zeroed
+ * memory is a free lock; it needs no init and no destroy.
+ */
+struct pp_side_lock {
+	unsigned int state;		/* atomic: 0 free, 1 held, 2 held, maybe sleepers */
+};
+
 struct pp_pipe {
 	/*
 	 * Read-mostly: changed only under both side locks (resize) or once.
@@ -146,7 +155,7 @@ struct pp_pipe {
 	 * write, while the woken reader waits for its CPU).  rd_cpu is where
 	 * the consumer last ran, so a waiting writer knows to spin or yield.
 	 */
-	_Alignas(PP_CACHELINE) pthread_mutex_t rd_mutex;
+	_Alignas(PP_CACHELINE) struct pp_side_lock rd_mutex;
 	struct pp__loan *loan;		/* the read loan in progress (zerocopy.c), under rd_mutex */
 	bool loan_active;		/* atomic: a loan holds rd_mutex */
 	pthread_t loan_owner;		/* atomic: the thread that holds it, while loan_active */
@@ -158,7 +167,7 @@ struct pp_pipe {
 	bool rd_woken;
 
 	/* The producer's side, likewise. */
-	_Alignas(PP_CACHELINE) pthread_mutex_t wr_mutex;
+	_Alignas(PP_CACHELINE) struct pp_side_lock wr_mutex;
 
 	_Alignas(PP_CACHELINE) unsigned int head;	/* free running; release store by the producer */
 

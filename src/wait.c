@@ -39,10 +39,111 @@
 
 /* ---------------------------------------------------------------------- */
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/*
+ * The side locks (struct pp_side_lock): Drepper's third futex mutex
+ * ("Futexes Are Tricky").  state is 0 free, 1 held, 2 held with maybe a
+ * thread asleep on it.  Taking it is a CAS 0 -> 1; failing that, a short
+ * spin of CAS attempts, sleepers or not, as glibc's adaptive mutex spins
+ * (the holder copies a few pages at most, or holds it for a long time and
+ * we sleep anyway), then an exchange to 2 and FUTEX_WAIT while the
+ * exchange does not return 0.  Letting go is an exchange to 0, and a
+ * FUTEX_WAKE only if it returned 2.
+ *
+ * Ordering: the only stores of 0 are the unlocks, exchanges with release;
+ * every way in (the CAS, the exchange to 2) is a read-modify-write with
+ * acquire that reads 0, so it reads from an unlock's exchange (or from the
+ * zeroed memory of a new pipe) and everything the previous holder did
+ * under the lock happens before everything the next one does.  The spin's
+ * loads are relaxed: they only say when to try.  No wake-up is lost: a
+ * thread sleeps only while the word is 2 (the kernel compares it), and 2
+ * was stored by the sleeper's own exchange, so the unlock that follows it
+ * reads 2 and wakes someone; whoever is woken stores 2 again before it
+ * takes the lock or sleeps, so the next unlock wakes the next sleeper.
+ * A spinner that takes the lock with its CAS (leaving 1) while others
+ * sleep changes nothing here: the word leaves 2 only by an unlock that
+ * woke one of them, and that one, awake but not yet in, stores 2 again
+ * when it runs.
+ * A spurious wake-up (the FUTEX_WAKE of an unlock that comes after the
+ * word's memory went to another pipe) is harmless: futex waiters re-check.
+ */
+#define SIDE_LOCK_SPINS	100	/* glibc's adaptive mutex spins as many */
+
+static inline bool side_trylock(struct pp_side_lock *l)
+{
+	unsigned int free = 0;
+
+	return __atomic_compare_exchange_n(&l->state, &free, 1, false, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+static void __attribute__((noinline)) side_lock_slow(struct pp_side_lock *l)
+{
+	for (int i = 0; i < SIDE_LOCK_SPINS; i++) {
+		unsigned int c = __atomic_load_n(&l->state, __ATOMIC_RELAXED);
+
+		if (c == 0 && side_trylock(l))
+			return;
+		cpu_relax();
+	}
+	while (__atomic_exchange_n(&l->state, 2, __ATOMIC_ACQUIRE) != 0)
+		syscall(SYS_futex, &l->state, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+}
+
+static inline void side_lock(struct pp_side_lock *l)
+{
+	if (unlikely(!side_trylock(l)))
+		side_lock_slow(l);
+}
+
+static inline void side_unlock(struct pp_side_lock *l)
+{
+	if (unlikely(__atomic_exchange_n(&l->state, 0, __ATOMIC_RELEASE) == 2))
+		syscall(SYS_futex, &l->state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/*
+ * The CPU we run on, as sched_getcpu() says it, without the call into libc:
+ * glibc (2.35 on) registers an rseq area per thread, where the kernel keeps
+ * cpu_id current, and sched_getcpu() reads it there.  A negative cpu_id
+ * (registration failed or was turned off; valgrind) asks libc after all.
+ */
+#if defined(__has_include)
+#if __has_include(<sys/rseq.h>) && (defined(__x86_64__) || defined(__aarch64__))
+#include <sys/rseq.h>
+#define PP_HAVE_RSEQ	1
+#endif
+#endif
+
+#ifdef PP_HAVE_RSEQ
+static inline int this_cpu(void)
+{
+	const struct rseq *rs = (const struct rseq *)((char *)__builtin_thread_pointer() +
+						      __rseq_offset);
+	/* The kernel writes it at each migration: atomic load. */
+	int cpu = (int)__atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
+
+	return likely(cpu >= 0) ? cpu : sched_getcpu();
+}
+#else
+static inline int this_cpu(void)
+{
+	return sched_getcpu();
+}
+#endif
+
 /* Stored only when it changed, so the peer's cached copy stays valid. */
 static inline void note_cpu(int *where)
 {
-	int cpu = sched_getcpu();
+	int cpu = this_cpu();
 
 	if (__atomic_load_n(where, __ATOMIC_RELAXED) != cpu)
 		__atomic_store_n(where, cpu, __ATOMIC_RELAXED);
@@ -59,13 +160,13 @@ static inline void note_cpu(int *where)
 int pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock)
 {
 	if (nonblock) {
-		while (pthread_mutex_trylock(&p->rd_mutex)) {
+		while (!side_trylock(&p->rd_mutex)) {
 			if (__atomic_load_n(&p->loan_active, __ATOMIC_ACQUIRE))
 				return -EAGAIN;
 			sched_yield();
 		}
 	} else {
-		pthread_mutex_lock(&p->rd_mutex);
+		side_lock(&p->rd_mutex);
 	}
 	note_cpu(&p->rd_cpu);
 	return 0;
@@ -85,21 +186,22 @@ bool pp__pipe_lock_consumer_ctl(struct pp_pipe *p)
 	return true;
 }
 
+/* A read loan may end in another thread than the one that took it. */
 void pp__pipe_unlock_consumer(struct pp_pipe *p)
 {
-	pthread_mutex_unlock(&p->rd_mutex);
+	side_unlock(&p->rd_mutex);
 }
 
 /* Producers never hold wr_mutex across a wait or a system call. */
 void pp__pipe_lock_producer(struct pp_pipe *p)
 {
-	pthread_mutex_lock(&p->wr_mutex);
+	side_lock(&p->wr_mutex);
 	note_cpu(&p->wr_cpu);
 }
 
 void pp__pipe_unlock_producer(struct pp_pipe *p)
 {
-	pthread_mutex_unlock(&p->wr_mutex);
+	side_unlock(&p->wr_mutex);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -194,15 +296,6 @@ void pp__pipe_wake_all(struct pp_pipe *p)
 #endif
 
 static int online_cpus;
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
 
 static long long mono_ns(void)
 {
