@@ -493,7 +493,7 @@ ssize_t pp__pipe_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 
 /* Readers offer when they ask for at least this much (docs/design.md). */
 #ifndef PP_HANDOFF_MIN
-#define PP_HANDOFF_MIN	1
+#define PP_HANDOFF_MIN	16384
 #endif
 
 /* No NULL base in the next n bytes (the fault the kernel would take there). */
