@@ -18,7 +18,9 @@
  *           SPSC ring has no many-writer or many-reader form.
  *   rtt     a 64 B round trip: one thread writes a message into pipe A,
  *           the other reads it and writes it back through pipe B; ns per
- *           round trip.  The limit row is two spinning flags (atomic ints).
+ *           round trip.  The limit row is two spinning flags (atomic ints);
+ *           beside it, the same round trip through two bare rings of the
+ *           limit row (what any ring that copies in and out pays).
  *
  * The limit row is a minimal lock-free SPSC byte ring (struct ring below)
  * of the pipe's capacity: writes copy in, reads copy out, with the same
