@@ -152,8 +152,9 @@ struct pp_pipe {
 	 * rd_wait is a futex word bumped by each wake-up; rd_sleepers counts
 	 * the threads asleep on it, rd_woken says a wake-up is on its way to
 	 * them (so a writer on a busy pipe makes one system call, not one per
-	 * write, while the woken reader waits for its CPU).  rd_cpu is where
-	 * the consumer last ran, so a waiting writer knows to spin or yield.
+	 * write, while the woken reader waits for its CPU).  Where each side
+	 * last ran (rd_cpu, wr_cpu, below) tells a waiting peer to spin or
+	 * yield.
 	 */
 	_Alignas(PP_CACHELINE) struct pp_side_lock rd_mutex;
 	struct pp__loan *loan;		/* the read loan in progress (zerocopy.c), under rd_mutex */

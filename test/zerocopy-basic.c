@@ -63,7 +63,8 @@ static int test_release_after_read(void)
 static int test_release_after_tee_copy(void)
 {
 	struct pp_file *a[2], *b[2];
-	char mem[100], out[100];
+	_Alignas(128) char mem[100];
+	char out[100];
 	struct rel r = { 0 };
 
 	t_fill(mem, sizeof(mem), 0, 82);
@@ -91,7 +92,8 @@ static int test_release_after_tee_copy(void)
 static int test_release_after_splice(void)
 {
 	struct pp_file *a[2], *b[2];
-	char mem[300], out[300];
+	_Alignas(512) char mem[300];
+	char out[300];
 	struct rel r = { 0 };
 
 	t_fill(mem, sizeof(mem), 0, 83);
@@ -132,7 +134,7 @@ static int test_release_after_splice(void)
 static int test_release_on_close(void)
 {
 	struct pp_file *p[2], *q[2];
-	char mem[100];
+	_Alignas(128) char mem[100];
 	struct rel r = { 0 }, r2 = { 0 };
 
 	t_pipe2(p, 0);
@@ -207,7 +209,8 @@ static int test_release_partial_and_none(void)
 static int test_lend_points_at_data(void)
 {
 	struct pp_file *p[2];
-	char mem[64] = "zero copy hand-over";
+	/* Aligned so the 19 bytes never straddle a page (two buffers then). */
+	_Alignas(64) char mem[64] = "zero copy hand-over";
 	struct rel r = { 0 };
 	struct iovec iov[4];
 	ssize_t n;
