@@ -86,3 +86,44 @@ ssize_t pp__iter_copy_buf_many(struct pp_pipe *p, struct pp_buf *buf, size_t off
 	}
 	return (ssize_t)done;
 }
+
+/* No NULL base in the next n bytes (the fault the kernel would take there). */
+bool pp__iter_plain(const struct pp_iov_iter *it, size_t n)
+{
+	const struct iovec *iov = it->iov;
+	size_t off = it->off;
+
+	for (int i = 0; i < it->nr && n; i++, iov++, off = 0) {
+		size_t len = iov->iov_len - off;
+
+		if (len && !iov->iov_base)
+			return false;
+		n -= min_t(size_t, n, len);
+	}
+	return true;
+}
+
+/*
+ * Copy n bytes from one cursor to the other (the direct handoff: pipe.c).
+ * Both were checked with pp__iter_plain() for n bytes; returns the bytes
+ * copied, n unless that check was skipped.
+ */
+size_t pp__iter_copy_iter(struct pp_iov_iter *dst, struct pp_iov_iter *src, size_t n)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		size_t k;
+
+		iter_skip_empty(dst);
+		if (!dst->nr)
+			break;
+		k = min_t(size_t, n - done, dst->iov->iov_len - dst->off);
+		k = pp__iter_copy_from(src, (char *)dst->iov->iov_base + dst->off, k);
+		if (!k)
+			break;
+		dst->off += k;
+		done += k;
+	}
+	return done;
+}

@@ -496,29 +496,13 @@ ssize_t pp__pipe_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 #define PP_HANDOFF_MIN	16384
 #endif
 
-/* No NULL base in the next n bytes (the fault the kernel would take there). */
-static bool iter_plain(const struct pp_iov_iter *it, size_t n)
-{
-	const struct iovec *iov = it->iov;
-	size_t off = it->off;
-
-	for (int i = 0; i < it->nr && n; i++, iov++, off = 0) {
-		size_t len = iov->iov_len - off;
-
-		if (len && !iov->iov_base)
-			return false;
-		n -= min_t(size_t, n, len);
-	}
-	return true;
-}
-
 /* Consumer, rd_mutex held, the pipe empty: offer it; true if made. */
 static bool handoff_offer(struct pp_pipe *p, struct pp_iov_iter *it, size_t total)
 {
 	unsigned int none = PP_HO_NONE;
 
 	/* No writer: EOF, nobody to hand anything over. */
-	if (total < PP_HANDOFF_MIN || !pp__pipe_writers(p) || !iter_plain(it, total))
+	if (total < PP_HANDOFF_MIN || !pp__pipe_writers(p) || !pp__iter_plain(it, total))
 		return false;
 	/* Ours before we write the fields: another reader may hold the offer. */
 	if (!__atomic_compare_exchange_n(&p->ho_state, &none, PP_HO_BUSY, false,
@@ -556,55 +540,36 @@ static size_t handoff_wait(struct pp_pipe *p)
 	}
 }
 
-/* Copy n bytes from one iterator to the other; both checked plain. */
-static void iter_copy_iter(struct pp_iov_iter *dst, struct pp_iov_iter *src, size_t n)
-{
-	while (n) {
-		size_t k;
-
-		while (dst->nr && dst->off == dst->iov->iov_len) {
-			dst->iov++;
-			dst->nr--;
-			dst->off = 0;
-		}
-		k = min_t(size_t, n, dst->iov->iov_len - dst->off);
-		k = pp__iter_copy_from(src, (char *)dst->iov->iov_base + dst->off, k);
-		if (!k)
-			break;	/* cannot happen: both were checked for n bytes */
-		dst->off += k;
-		n -= k;
-	}
-}
-
 /*
- * Producer, wr_mutex held, the pipe empty, an offer seen: fill it if the
- * rules above allow.  Returns the bytes handed over, or 0.
+ * Producer, wr_mutex held: if a reader's offer is up and the pipe is empty,
+ * fill the offer as far as the rules above allow.  Returns the bytes
+ * handed over, or 0.  The plain load first keeps the offer's line shared
+ * while nobody offers.
  */
-static size_t handoff_give(struct pp_pipe *p, struct pp_iov_iter *it, size_t left, bool nonblock)
+static size_t handoff_give(struct pp_pipe *p, unsigned int flags, struct pp_iov_iter *it,
+			   size_t left, bool nonblock)
 {
 	unsigned int offered = PP_HO_OFFERED;
 	size_t cap, want, n;
 
+	if (flags != PP_BUF_FLAG_CAN_MERGE ||
+	    __atomic_load_n(&p->ho_state, __ATOMIC_RELAXED) != PP_HO_OFFERED ||
+	    !pp__pipe_empty(p))
+		return 0;
 	if (!__atomic_compare_exchange_n(&p->ho_state, &offered, PP_HO_CLAIMED, false,
 					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		return 0;
 	cap = (size_t)p->max_usage << pp__page_shift;
 	want = min_t(size_t, p->ho_total, cap);
 	n = left <= want ? left : (nonblock || (want & (pp__page_size - 1))) ? 0 : want;
-	if (!n || !iter_plain(it, n)) {
+	if (!n || !pp__iter_plain(it, n)) {
 		__atomic_store_n(&p->ho_state, PP_HO_OFFERED, __ATOMIC_RELEASE);
 		return 0;
 	}
-	iter_copy_iter(p->ho_it, it, n);
-	p->ho_got = n;
+	p->ho_got = pp__iter_copy_iter(p->ho_it, it, n);
 	__atomic_store_n(&p->ho_state, PP_HO_DONE, __ATOMIC_RELEASE);
 	pp__pipe_wake_readers(p);
-	return n;
-}
-
-static bool handoff_offered(const struct pp_pipe *p)
-{
-	return __atomic_load_n(&p->ho_state, __ATOMIC_RELAXED) == PP_HO_OFFERED;
+	return p->ho_got;
 }
 
 /*
@@ -778,12 +743,10 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 	if (!pp__pipe_readers(p))
 		return pp__pipe_epipe(f);
 
-	if (flags == PP_BUF_FLAG_CAN_MERGE && handoff_offered(p) && pp__pipe_empty(p)) {
-		ret = (ssize_t)handoff_give(p, it, left, nonblock);
-		left -= (size_t)ret;
-		if (!left)
-			return ret;
-	}
+	ret = (ssize_t)handoff_give(p, flags, it, left, nonblock);
+	left -= (size_t)ret;
+	if (!left)
+		return ret;
 	if (!ret && chars && !pp__pipe_empty(p)) {
 		ssize_t r = slot_extend(p, it, chars);
 
@@ -827,13 +790,9 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 					break;
 				}
 			}
-			if (flags == PP_BUF_FLAG_CAN_MERGE && handoff_offered(p) &&
-			    pp__pipe_empty(p)) {
-				size_t n = handoff_give(p, it, left, false);
-
-				ret += (ssize_t)n;
-				left -= n;
-			}
+			n = handoff_give(p, flags, it, left, false);
+			ret += (ssize_t)n;
+			left -= n;
 			continue;
 		}
 
