@@ -32,23 +32,14 @@ static long rss_bytes(void)
 	return resident < 0 ? -1 : resident * sysconf(_SC_PAGESIZE);
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define T_SANITIZED	1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define T_SANITIZED	1
-#endif
-#endif
-
 int main(void)
 {
 	static struct pp_file *ends[PIPES][2];
 	static unsigned char page[PAGE], back[16 * PAGE];
 	long before, after, per;
 
-#ifdef T_SANITIZED
-	return t_skip("a sanitizer's shadow memory and quarantine make the resident set meaningless");
-#endif
+	if (T_SANITIZED)
+		return t_skip("a sanitizer's shadow memory and quarantine make the resident set meaningless");
 	if (t_under_valgrind())
 		return t_skip("under valgrind the resident set is valgrind's");
 	t_watchdog(60, "2000 pipes with 64 KiB each");

@@ -38,16 +38,6 @@
  */
 #include "helpers.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define T_ASAN	1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define T_ASAN	1
-#endif
-#endif
-#ifndef T_ASAN
-#define T_ASAN	0
-#endif
 #include "internal.h"
 
 #include <fcntl.h>

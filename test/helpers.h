@@ -244,6 +244,33 @@ void t_watchdog(int seconds, const char *what);
 
 
 /* True when the test runs under valgrind (its preload library is in LD_PRELOAD). */
+/*
+ * Built with a sanitizer: T_ASAN for AddressSanitizer, T_SANITIZED for it
+ * or ThreadSanitizer (gcc says so by __SANITIZE_*__, clang by
+ * __has_feature).
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define T_ASAN		1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define T_ASAN		1
+#endif
+#endif
+#ifndef T_ASAN
+#define T_ASAN		0
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define T_TSAN		1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define T_TSAN		1
+#endif
+#endif
+#ifndef T_TSAN
+#define T_TSAN		0
+#endif
+#define T_SANITIZED	(T_ASAN || T_TSAN)
+
 static inline bool t_under_valgrind(void)
 {
 	const char *p = getenv("LD_PRELOAD");

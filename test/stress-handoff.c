@@ -37,17 +37,6 @@
 #include <sys/uio.h>
 #include <time.h>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define T_SANITIZED	1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define T_SANITIZED	1
-#endif
-#endif
-#ifndef T_SANITIZED
-#define T_SANITIZED	0
-#endif
-
 #define MAXIO	(300 * 1024)
 
 /* A kernel pipe or a pagepipe. */
