@@ -9,7 +9,7 @@
  * a read, as a kernel pipe spliced from it would.
  */
 #include "helpers.h"
-#include "internal.h"
+#include "kbuf.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -35,18 +35,6 @@ static int count_fds(void)
 	while ((e = readdir(d)))
 		n += e->d_name[0] != '.';
 	closedir(d);
-	return n;
-}
-
-/* Bytes the ring holds in kernel-resident buffers (a white-box look). */
-static size_t kernel_bytes(struct pp_file *w)
-{
-	struct pp_pipe *p = w->pipe;
-	size_t n = 0;
-
-	for (unsigned int i = p->tail; i != p->head; i++)
-		if (pp__pipe_buf(p, i)->ops == &pp__kernel_buf_ops)
-			n += pp__pipe_buf(p, i)->len;
 	return n;
 }
 
@@ -92,11 +80,11 @@ static void fill_mix(struct pp_file *w, int fdcount_check)
 	pp__page_pool_stats(&chunks, &in_use1);
 	/* The socket's bytes took no page of ours: they are in the kernel. */
 	ASSERT_EQ(in_use1, in_use0);
-	ASSERT_EQ(kernel_bytes(w), B_LEN);
+	ASSERT_EQ(t_kernel_bytes(w, NULL), B_LEN);
 	ASSERT_EQ(pp_write(w, want + A_LEN + B_LEN, C_LEN), C_LEN);
 	ASSERT_EQ(write(kp[1], want + A_LEN + B_LEN + C_LEN, D_LEN), D_LEN);
 	splice_all(k, w, D_LEN);
-	ASSERT_EQ(kernel_bytes(w), B_LEN + D_LEN);
+	ASSERT_EQ(t_kernel_bytes(w, NULL), B_LEN + D_LEN);
 	{
 		off_t off = 0;
 		size_t left = E_LEN;
@@ -204,7 +192,7 @@ static int test_splice_and_tee_to_pagepipe(void)
 	fill_mix(p[1], 0);
 	/* tee all of p into r first: r's kernel bytes come by tee(2). */
 	ASSERT_EQ(pp_tee(p[0], r[1], TOTAL, 0), TOTAL);
-	ASSERT_EQ(kernel_bytes(r[1]), B_LEN + D_LEN);	/* by tee(2), not copied */
+	ASSERT_EQ(t_kernel_bytes(r[1], NULL), B_LEN + D_LEN);	/* by tee(2), not copied */
 	/* Then move p into q in pieces that split buffers. */
 	for (size_t step = 1500; moved < TOTAL; ) {
 		ssize_t n = pp_splice(p[0], NULL, q[1], NULL, step, 0);
@@ -213,7 +201,7 @@ static int test_splice_and_tee_to_pagepipe(void)
 		moved += (size_t)n;
 	}
 	ASSERT_EQ(t_fionread(p[0]), 0);
-	ASSERT_EQ(kernel_bytes(q[1]), B_LEN + D_LEN);	/* by splice(2), not copied */
+	ASSERT_EQ(t_kernel_bytes(q[1], NULL), B_LEN + D_LEN);	/* by splice(2), not copied */
 	ASSERT_EQ(t_read_full(q[0], got, TOTAL), TOTAL);
 	ASSERT_MEM_EQ(got, want, TOTAL);
 	ASSERT_EQ(t_read_full(r[0], got2, TOTAL), TOTAL);

@@ -10,7 +10,7 @@
  * so that the limit applies.
  */
 #include "helpers.h"
-#include "internal.h"
+#include "kbuf.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -30,18 +30,6 @@ static long pipe_max_pages(void)
 		n = -1;
 	fclose(f);
 	return n > 0 ? n / (long)sysconf(_SC_PAGESIZE) : -1;
-}
-
-/* Kernel buffers in a pagepipe's ring, and their bytes (a white-box look). */
-static size_t kernel_bytes(struct pp_file *w)
-{
-	struct pp_pipe *p = w->pipe;
-	size_t n = 0;
-
-	for (unsigned int i = p->tail; i != p->head; i++)
-		if (pp__pipe_buf(p, i)->ops == &pp__kernel_buf_ops)
-			n += pp__pipe_buf(p, i)->len;
-	return n;
 }
 
 static int test_move_into_full_private_pipe(void)
@@ -81,7 +69,7 @@ static int test_move_into_full_private_pipe(void)
 	s2 = pp_fdopen(k2[0]);
 	ASSERT_TRUE(s2 != NULL);
 	ASSERT_EQ(pp_splice(s2, NULL, b[1], NULL, (size_t)pages, 0), pages);
-	ASSERT_EQ(kernel_bytes(b[1]), pages);
+	ASSERT_EQ(t_kernel_bytes(b[1], NULL), pages);
 
 	/* A holds MOVE kernel-resident bytes of its own. */
 	t_pipe2(a, 0);
@@ -91,7 +79,7 @@ static int test_move_into_full_private_pipe(void)
 	s1 = pp_fdopen(k1[0]);
 	ASSERT_TRUE(s1 != NULL);
 	ASSERT_EQ(pp_splice(s1, NULL, a[1], NULL, MOVE, 0), MOVE);
-	ASSERT_EQ(kernel_bytes(a[1]), MOVE);
+	ASSERT_EQ(t_kernel_bytes(a[1], NULL), MOVE);
 
 	/*
 	 * The first splice(2) between the private pipes finds B's full; a

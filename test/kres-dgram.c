@@ -24,7 +24,7 @@
 #include <sys/ioctl.h>
 
 #include "kres.h"
-#include "internal.h"
+#include "kbuf.h"
 
 enum out_kind { OUT_UDP, OUT_UNIX_DGRAM, OUT_SEQPACKET };
 
@@ -91,24 +91,6 @@ static void dgrams_free(struct dgrams *d)
 	for (int i = 0; i < d->n; i++)
 		free(d->data[i]);
 	d->n = 0;
-}
-
-/* Bytes the ring holds in kernel-resident buffers, and how many (a white-box look). */
-static size_t kernel_bytes(struct pp_file *w, unsigned int *nbufs)
-{
-	struct pp_pipe *p = w->pipe;
-	unsigned int nb = 0;
-	size_t n = 0;
-
-	for (unsigned int i = p->tail; i != p->head; i++) {
-		if (pp__pipe_buf(p, i)->ops == &pp__kernel_buf_ops) {
-			n += pp__pipe_buf(p, i)->len;
-			nb++;
-		}
-	}
-	if (nbufs)
-		*nbufs = nb;
-	return n;
 }
 
 #define SEED	31
@@ -243,7 +225,7 @@ static void one(enum out_kind ok, enum kres_src_kind sk)
 	}
 	t_pair_same_fionread(&x);
 	/* Else this tests the copying way, not the kernel bytes. */
-	ASSERT_EQ(kernel_bytes(x.p[1], NULL), kb);
+	ASSERT_EQ(t_kernel_bytes(x.p[1], NULL), kb);
 	out_pair(ok, ko);
 	out_pair(ok, po);
 	pso = pp_fdopen(po[1]);
@@ -304,7 +286,7 @@ static int test_udp_many_kernel_bufs(void)
 	close(ks[0]); close(ks[1]); close(ps[0]); close(ps[1]);
 	t_fill(buf, RUN_MEM_LEN, pos, SEED);
 	ASSERT_SAME(write(x.k[1], buf, RUN_MEM_LEN), pp_write(x.p[1], buf, RUN_MEM_LEN));
-	ASSERT_EQ(kernel_bytes(x.p[1], &nb), RUN_BUFS * RUN_BUF_LEN);
+	ASSERT_EQ(t_kernel_bytes(x.p[1], &nb), RUN_BUFS * RUN_BUF_LEN);
 	ASSERT_EQ(nb, RUN_BUFS);
 	t_pair_same_fionread(&x);
 	out_pair(OUT_UDP, ko);
