@@ -488,6 +488,49 @@ static int one_cpu_records(void)
 	return T_EXIT_PASS;
 }
 
+/*
+ * White-box: the handoff really happens, and only where it should.  A
+ * reader asleep in a read of 64 KiB gets a 64 KiB write without a slot
+ * being published (head does not move: one copy, straight into its
+ * buffer); one asleep in a read of 4 KiB, under the offer threshold
+ * (pipe.c, PP_HANDOFF_MIN), gets it through the ring.  Every other case
+ * here passes whether or not the handoff runs; this one fails if it never
+ * does.
+ */
+static int handed_over(void)
+{
+	static const size_t rsz[] = { 65536, 4096 };
+
+	for (unsigned int i = 0; i < 2; i++) {
+		unsigned char *data = malloc(rsz[i]), *got = malloc(rsz[i]);
+		struct reader r = { .iovcnt = 1 };
+		struct pp_file *e[2];
+		unsigned int head;
+		pthread_t th;
+
+		ASSERT_TRUE(data && got);
+		t_fill(data, rsz[i], 0, 13);
+		t_pipe2(e, 0);
+		r.pf = e[0];
+		r.iov[0] = (struct iovec){ got, rsz[i] };
+		th = start_reader(&r);
+		head = __atomic_load_n(&e[1]->pipe->head, __ATOMIC_ACQUIRE);
+		ASSERT_EQ(pp_write(e[1], data, rsz[i]), (ssize_t)rsz[i]);
+		t_join(th, NULL, 10);
+		ASSERT_EQ(r.res.ret, (long long)rsz[i]);
+		ASSERT_MEM_EQ(got, data, rsz[i]);
+		if (rsz[i] >= 16384)
+			ASSERT_EQ(__atomic_load_n(&e[1]->pipe->head, __ATOMIC_ACQUIRE), head);
+		else
+			ASSERT_EQ(__atomic_load_n(&e[1]->pipe->head, __ATOMIC_ACQUIRE), head + 1);
+		pp_close(e[0]);
+		pp_close(e[1]);
+		free(data);
+		free(got);
+	}
+	return T_EXIT_PASS;
+}
+
 int main(void)
 {
 	static const struct t_subtest tests[] = {
@@ -497,6 +540,7 @@ int main(void)
 		T_SUBTEST(larger_than_the_pipe),
 		T_SUBTEST(blocking_larger_than_the_pipe),
 		T_SUBTEST(packets),
+		T_SUBTEST(handed_over),
 		T_SUBTEST(one_cpu_stream),
 		T_SUBTEST(one_cpu_records),
 	};
