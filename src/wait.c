@@ -8,22 +8,30 @@
  * wake-up, by the usual store-then-load pairing on both sides (all
  * sequentially consistent):
  *
- *   sleeper:  sleepers += 1; xchg(woken, false); seq = load(wq); re-check; futex_wait(wq, seq)
+ *   sleeper:  sleepers += 1; seq = load(wq); xchg(woken, false); re-check; futex_wait(wq, seq)
  *   waker:    store head (or tail, or an end count); n = (sleepers += 0);
  *             if (n && !xchg(woken, true)) { wq++; futex_wake(wq) }
  *
- * The two read-modify-writes of sleepers are ordered.  If the sleeper's
- * comes first, the waker sees it; if the waker's, the sleeper's increment
- * reads from it, so the waker's store happens before the sleeper's re-check,
- * which sees it and does not sleep.  A sleeper the waker saw is woken by it,
- * unless `woken` was already set.  Then either the sleeper's clearing
- * exchange comes after the waker's exchange and reads from it, so the
- * waker's store happens before the re-check; or it comes before, and the
- * `true` the waker read was set later by an earlier waker, who read `false`
- * and so wakes the sleeper, and a sleeper woken without seeing our store
- * looks again through a new increment, which comes after ours.  If a wake-up's wq++
- * comes before the sleeper's load of wq, futex_wait is not reached with a
- * stale value; if after, futex_wait finds wq changed or is woken.  `woken`
+ * The two read-modify-writes of sleepers are ordered.  If the waker's comes
+ * first, the sleeper's increment reads from it, so the waker's store
+ * happens before the sleeper's re-check, which sees it and does not sleep.
+ * If the sleeper's comes first, the waker sees it and goes on to `woken`.
+ * Look at the exchanges of `woken` in their one modification order.  If the
+ * waker's comes before the sleeper's clearing one, that one reads from the
+ * waker's or a later waker's exchange, and the waker's store happens
+ * before the re-check again.  If it comes after, take the first exchange
+ * after the sleeper's: it read the sleeper's `false`, so its owner (this
+ * waker or an earlier one) goes on to wq++, which comes after the
+ * sleeper's load of wq because that load comes before the clearing
+ * exchange.  So futex_wait either finds wq changed or is woken, and the
+ * sleeper looks again.
+ *
+ * The load of wq must come before the clearing exchange.  The other way
+ * round, a waker could set `woken` and bump wq between the two; a second
+ * producer takes the room it made before the re-check, the sleeper sleeps
+ * on the new wq, and every later waker reads `woken` set and wakes no one:
+ * test/defect-lock-sleep's five threads stopped dead that way, all asleep
+ * on two pipes, one empty and one full (test/stress-lost-wake).  `woken`
  * keeps a writer on a busy pipe from making a futex call per write while
  * the reader it already woke waits for a CPU.
  */
@@ -346,15 +354,27 @@ static bool wait_briefly(struct pp_pipe *p, bool (*ready)(struct pp_pipe *), con
 	return ready(p);
 }
 
+/*
+ * test/stress-lost-wake compiles this file into itself with a yield here,
+ * to widen the windows between the steps of a sleep.
+ */
+#ifndef PP__SLEEP_STEP
+#define PP__SLEEP_STEP()	do { } while (0)
+#endif
+
 static void sleep_on(struct pp_pipe *p, bool (*ready)(struct pp_pipe *), unsigned int *wq,
 		     unsigned int *sleepers, bool *woken)
 {
 	unsigned int seq;
 
 	__atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
+	PP__SLEEP_STEP();
+	/* Before the exchange: any wake-up that reads its `false` bumps wq after this. */
+	seq = __atomic_load_n(wq, __ATOMIC_SEQ_CST);
+	PP__SLEEP_STEP();
 	/* An exchange: it reads from a waker's, which releases its store to us. */
 	(void)__atomic_exchange_n(woken, false, __ATOMIC_SEQ_CST);
-	seq = __atomic_load_n(wq, __ATOMIC_SEQ_CST);
+	PP__SLEEP_STEP();
 	if (!ready(p))
 		/* EAGAIN: woken since we read seq; EINTR: look again anyway. */
 		syscall(SYS_futex, wq, FUTEX_WAIT_PRIVATE, seq, NULL, NULL, 0);
