@@ -492,15 +492,11 @@ ssize_t pp__pipe_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
  */
 
 /*
- * Readers offer when they ask for at least this much (docs/design.md).
- * Measured, 16384 is where one copy wins; but offers are off for now: with
- * them, test/defect-lock-sleep's five threads (a reader of 16 KiB beside
- * opposite splices and tees) stalled in about 4 of 30 runs under load, and
- * the cause is not found yet (none in 30 runs without offers).  Build with
- * -DPP_HANDOFF_MIN=16384 to turn them back on.
+ * Readers offer when they ask for at least this much (docs/design.md):
+ * measured, 16384 is where one copy wins.
  */
 #ifndef PP_HANDOFF_MIN
-#define PP_HANDOFF_MIN	SIZE_MAX
+#define PP_HANDOFF_MIN	16384
 #endif
 
 /* Consumer, rd_mutex held, the pipe empty: offer it; true if made. */

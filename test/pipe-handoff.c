@@ -501,12 +501,6 @@ static int handed_over(void)
 {
 	static const size_t rsz[] = { 65536, 4096 };
 
-	/* pipe.c: PP_HANDOFF_MIN is SIZE_MAX while the stall it caused is open. */
-	if (!getenv("PP_TEST_HANDOFF_ON"))
-		return t_skip("the direct handoff is off (pipe.c PP_HANDOFF_MIN): offers stalled "
-			      "test/defect-lock-sleep under load; set PP_TEST_HANDOFF_ON=1 with a "
-			      "-DPP_HANDOFF_MIN=16384 build");
-
 	for (unsigned int i = 0; i < 2; i++) {
 		unsigned char *data = malloc(rsz[i]), *got = malloc(rsz[i]);
 		struct reader r = { .iovcnt = 1 };
