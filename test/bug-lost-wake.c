@@ -164,7 +164,7 @@ static void *mix_writer(void *arg)
 static void *mix_reader(void *arg)
 {
 	struct group *g = arg;
-	static char buf[PAGE * 4];
+	char buf[PAGE * 4];	/* its own: three groups read at once */
 
 	for (;;) {
 		if (pp_read(g->b[0], buf, sizeof(buf)) <= 0)
