@@ -364,4 +364,66 @@ void bench_die(const char *fmt, ...)
 	exit(1);
 }
 
+/*
+ * One table cell over PP_BENCH_RUNS runs: bench_cell_add() each run's
+ * result (a rate in MB/s, or ns per op where bytes counts ops), then
+ * bench_cell_done() takes the median.  The first failed run decides the
+ * cell: a rate from the runs that worked would hide the failure.
+ */
+#define BENCH_MAX_RUNS	99
+
+struct bench_cell {
+	double v[BENCH_MAX_RUNS];
+	unsigned int n;
+	int err;			/* the first run's failure, or BENCH_SKIPPED */
+	long rss_kib;			/* the largest peak RSS growth of a run */
+	double med;
+};
+
+static inline void bench_cell_add(struct bench_cell *c, const struct bench_res *r,
+				  bool ns_per_op)
+{
+	if (c->err)
+		return;
+	if (r->err) {
+		c->err = r->err;
+		return;
+	}
+	if (!r->bytes || r->secs <= 0) {
+		c->err = ENODATA;	/* nothing moved: no rate to show */
+		return;
+	}
+	c->v[c->n++] = ns_per_op ? r->secs * 1e9 / (double)r->bytes : bench_res_mbps(r);
+	if (r->rss_peak_kib - r->rss_start_kib > c->rss_kib)
+		c->rss_kib = r->rss_peak_kib - r->rss_start_kib;
+}
+
+static inline void bench_cell_done(struct bench_cell *c)
+{
+	if (!c->err)
+		c->med = bench_median(c->v, c->n);
+}
+
+static inline const char *bench_fmt_cell(char *buf, size_t sz, const struct bench_cell *c,
+					 const char *fmt)
+{
+	if (c->err == BENCH_SKIPPED)
+		snprintf(buf, sz, "-");
+	else if (c->err)
+		snprintf(buf, sz, "n/a (%s)", bench_errname(c->err));
+	else
+		snprintf(buf, sz, fmt, c->med);
+	return buf;
+}
+
+static inline const char *bench_fmt_cell_ratio(char *buf, size_t sz, const struct bench_cell *a,
+					       const struct bench_cell *b)
+{
+	if (a->err || b->err || b->med <= 0)
+		snprintf(buf, sz, "-");
+	else
+		snprintf(buf, sz, "%.2fx", a->med / b->med);
+	return buf;
+}
+
 #endif /* PP_BENCH_H */

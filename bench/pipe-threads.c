@@ -22,7 +22,7 @@
  *           beside it, the same round trip through two bare rings of the
  *           limit row (what any ring that copies in and out pays).
  *
- * The limit row is a minimal lock-free SPSC byte ring (struct ring below)
+ * The limit row is a minimal lock-free SPSC byte ring (struct ring, ring.h)
  * of the pipe's capacity: writes copy in, reads copy out, with the same
  * sizes as the pipes get, and a waiting side spins.  It is what the
  * hardware allows for this copy-in, copy-out contract, so pp/limit says
@@ -63,7 +63,8 @@
 #include <signal.h>
 #include <stdatomic.h>
 
-#define MAX_RUNS	99
+#include "ring.h"
+
 #define FAN_MAX		4
 #define RTT_SIZE	64
 #define DEF_SECONDS	0.2
@@ -73,108 +74,6 @@
  * row is something else (rtt: the flags), so a table can show both.
  */
 enum impl { KERN, PP, LIMIT, RING, NIMPL };
-
-/* ---------------------------------------------------------------------- */
-/* The limit row: a minimal lock-free SPSC byte ring. */
-
-/*
- * head and tail count bytes ever written and ever read; the ring holds
- * head - tail bytes at data[tail & mask] onwards.  Each index has one
- * writer: head the producer, tail the consumer.
- *
- * Ordering.  The producer copies bytes into the free space and then stores
- * head with release; the consumer loads head with acquire before it copies
- * those bytes out, so it sees them complete.  The other way round, the
- * consumer copies bytes out and then stores tail with release; the
- * producer loads tail with acquire before it writes into that space again,
- * so its writes cannot overtake the consumer's reads of the old bytes.
- * closed is stored (release) after the last head store, so a consumer
- * that sees it (acquire) and then finds head == tail has seen everything.
- * Each side also keeps its last view of the other's index on its own
- * cache line and reloads it only when that view says there is no room (or
- * nothing to read): a stale view only understates what is available.
- */
-struct ring {
-	/* The producer's line. */
-	_Alignas(64) _Atomic uint64_t head;
-	uint64_t tail_seen;
-	/* The consumer's line. */
-	_Alignas(64) _Atomic uint64_t tail;
-	uint64_t head_seen;
-	/* Written once or never. */
-	_Alignas(64) atomic_bool closed;
-	char *data;
-	size_t cap;		/* a power of two */
-	bool yield;		/* both sides on one CPU: a spin would waste its slice */
-};
-
-static void ring_wait(const struct ring *r, unsigned int *spins)
-{
-	/*
-	 * Split CPUs: spin.  Still yield now and then, as a preempted peer on
-	 * a loaded machine would otherwise cost a whole time slice.
-	 */
-	if (r->yield || !(++*spins & 1023))
-		sched_yield();
-	else
-		bench_cpu_relax();
-}
-
-static void ring_write(struct ring *r, const char *buf, size_t len)
-{
-	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	unsigned int spins = 0;
-
-	while (len) {
-		size_t room = r->cap - (size_t)(head - r->tail_seen), n, off, first;
-
-		if (!room) {
-			r->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
-			if (r->tail_seen == head - r->cap) {
-				ring_wait(r, &spins);
-				continue;
-			}
-			room = r->cap - (size_t)(head - r->tail_seen);
-		}
-		n = len < room ? len : room;
-		off = head & (r->cap - 1);
-		first = n < r->cap - off ? n : r->cap - off;
-		memcpy(r->data + off, buf, first);
-		memcpy(r->data, buf + first, n - first);
-		head += n;
-		atomic_store_explicit(&r->head, head, memory_order_release);
-		buf += n;
-		len -= n;
-	}
-}
-
-/* Like read(2): at least one byte, up to len, or 0 once closed and empty. */
-static size_t ring_read(struct ring *r, char *buf, size_t len)
-{
-	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-	unsigned int spins = 0;
-	size_t avail, n, off, first;
-
-	while (!(avail = (size_t)(r->head_seen - tail))) {
-		r->head_seen = atomic_load_explicit(&r->head, memory_order_acquire);
-		if (r->head_seen != tail)
-			continue;
-		if (atomic_load_explicit(&r->closed, memory_order_acquire)) {
-			r->head_seen = atomic_load_explicit(&r->head, memory_order_acquire);
-			if (r->head_seen == tail)
-				return 0;
-			continue;
-		}
-		ring_wait(r, &spins);
-	}
-	n = len < avail ? len : avail;
-	off = tail & (r->cap - 1);
-	first = n < r->cap - off ? n : r->cap - off;
-	memcpy(buf, r->data + off, first);
-	memcpy(buf + first, r->data, n - first);
-	atomic_store_explicit(&r->tail, tail + n, memory_order_release);
-	return n;
-}
 
 /* ---------------------------------------------------------------------- */
 /* One channel: a kernel pipe, a pagepipe or a ring, with read(2) manners. */
@@ -734,58 +633,7 @@ static unsigned int runs;
 static double secs;
 static bool want[NIMPL] = { true, true, true };
 
-struct cell {
-	double v[MAX_RUNS];
-	unsigned int n;
-	int err;			/* the first run's failure, or BENCH_SKIPPED */
-	long rss_kib;			/* the largest peak RSS growth of a run */
-	double med;
-};
-
-static void cell_add(struct cell *c, const struct bench_res *r, bool ns_per_op)
-{
-	if (c->err)
-		return;
-	if (r->err) {
-		c->err = r->err;
-		return;
-	}
-	if (!r->bytes || r->secs <= 0) {
-		c->err = ENODATA;	/* nothing moved: no rate to show */
-		return;
-	}
-	c->v[c->n++] = ns_per_op ? r->secs * 1e9 / (double)r->bytes : bench_res_mbps(r);
-	if (r->rss_peak_kib - r->rss_start_kib > c->rss_kib)
-		c->rss_kib = r->rss_peak_kib - r->rss_start_kib;
-}
-
-static void cell_done(struct cell *c)
-{
-	if (!c->err)
-		c->med = bench_median(c->v, c->n);
-}
-
-static const char *fmt_cell(char *buf, size_t sz, const struct cell *c, const char *fmt)
-{
-	if (c->err == BENCH_SKIPPED)
-		snprintf(buf, sz, "-");
-	else if (c->err)
-		snprintf(buf, sz, "n/a (%s)", bench_errname(c->err));
-	else
-		snprintf(buf, sz, fmt, c->med);
-	return buf;
-}
-
-static const char *fmt_ratio(char *buf, size_t sz, const struct cell *a, const struct cell *b)
-{
-	if (a->err || b->err || b->med <= 0)
-		snprintf(buf, sz, "-");
-	else
-		snprintf(buf, sz, "%.2fx", a->med / b->med);
-	return buf;
-}
-
-static const char *fmt_rss(char *buf, size_t sz, const struct cell *c)
+static const char *fmt_rss(char *buf, size_t sz, const struct bench_cell *c)
 {
 	if (c->err)
 		snprintf(buf, sz, "-");
@@ -804,7 +652,7 @@ static void heading(const char *title, enum bench_pin pin, const char *unit)
  * Run fn over the chosen implementations runs times, interleaved; args[i]
  * is the argument for implementation i (NULL: no such column).
  */
-static void run_row(bench_fn fn, void *args[NIMPL], struct cell cells[NIMPL], bool ns)
+static void run_row(bench_fn fn, void *args[NIMPL], struct bench_cell cells[NIMPL], bool ns)
 {
 	for (int i = 0; i < NIMPL; i++) {
 		memset(&cells[i], 0, sizeof(cells[i]));
@@ -818,11 +666,11 @@ static void run_row(bench_fn fn, void *args[NIMPL], struct cell cells[NIMPL], bo
 			if (cells[i].err)
 				continue;
 			res = bench_fork(fn, args[i]);
-			cell_add(&cells[i], &res, ns);
+			bench_cell_add(&cells[i], &res, ns);
 		}
 	}
 	for (int i = 0; i < NIMPL; i++)
-		cell_done(&cells[i]);
+		bench_cell_done(&cells[i]);
 }
 
 static void table_xfer(bool msg, enum bench_pin pin, const size_t *sizes, unsigned int nsizes)
@@ -840,7 +688,7 @@ static void table_xfer(bool msg, enum bench_pin pin, const size_t *sizes, unsign
 	for (unsigned int s = 0; s < nsizes; s++) {
 		struct xfer x[NIMPL];
 		void *args[NIMPL];
-		struct cell c[NIMPL];
+		struct bench_cell c[NIMPL];
 		char a[32], b[32], d[32], e[32], f[32], g[32], h[32], k[32];
 
 		for (int i = 0; i < NIMPL; i++) {
@@ -852,11 +700,11 @@ static void table_xfer(bool msg, enum bench_pin pin, const size_t *sizes, unsign
 		run_row(xfer_run, args, c, false);
 		printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n",
 		       bench_fmt_size(a, sizeof(a), sizes[s]),
-		       fmt_cell(b, sizeof(b), &c[KERN], "%.1f"),
-		       fmt_cell(d, sizeof(d), &c[PP], "%.1f"),
-		       fmt_cell(e, sizeof(e), &c[LIMIT], "%.1f"),
-		       fmt_ratio(f, sizeof(f), &c[PP], &c[KERN]),
-		       fmt_ratio(g, sizeof(g), &c[PP], &c[LIMIT]),
+		       bench_fmt_cell(b, sizeof(b), &c[KERN], "%.1f"),
+		       bench_fmt_cell(d, sizeof(d), &c[PP], "%.1f"),
+		       bench_fmt_cell(e, sizeof(e), &c[LIMIT], "%.1f"),
+		       bench_fmt_cell_ratio(f, sizeof(f), &c[PP], &c[KERN]),
+		       bench_fmt_cell_ratio(g, sizeof(g), &c[PP], &c[LIMIT]),
 		       fmt_rss(k, sizeof(k), &c[KERN]), fmt_rss(h, sizeof(h), &c[PP]));
 		fflush(stdout);
 	}
@@ -880,16 +728,16 @@ static void table_fan(enum bench_pin pin)
 					  .nr = shape[k][1], .pin = pin, .secs = secs };
 			struct fan fp = fk;
 			void *args[NIMPL] = { &fk, &fp, NULL };
-			struct cell c[NIMPL];
+			struct bench_cell c[NIMPL];
 			char a[32], b[32], d[32], e[32], f[32], g[32];
 
 			fp.impl = PP;
 			run_row(fan_run, args, c, false);
 			printf("| %dw -> %dr | %s | %s | %s | %s | %s | %s |\n", shape[k][0], shape[k][1],
 			       bench_fmt_size(a, sizeof(a), sizes[s]),
-			       fmt_cell(b, sizeof(b), &c[KERN], "%.1f"),
-			       fmt_cell(d, sizeof(d), &c[PP], "%.1f"),
-			       fmt_ratio(e, sizeof(e), &c[PP], &c[KERN]),
+			       bench_fmt_cell(b, sizeof(b), &c[KERN], "%.1f"),
+			       bench_fmt_cell(d, sizeof(d), &c[PP], "%.1f"),
+			       bench_fmt_cell_ratio(e, sizeof(e), &c[PP], &c[KERN]),
 			       fmt_rss(g, sizeof(g), &c[KERN]), fmt_rss(f, sizeof(f), &c[PP]));
 			fflush(stdout);
 		}
@@ -900,7 +748,7 @@ static void table_rtt(enum bench_pin pin)
 {
 	struct rtt r[NIMPL];
 	void *args[NIMPL];
-	struct cell c[NIMPL];
+	struct bench_cell c[NIMPL];
 	char a[32], b[32], d[32], e[32], f[32], g[32], h[32];
 
 	heading("rtt: 64 B round trip through two pipes (ping-pong)", pin,
@@ -920,10 +768,13 @@ static void table_rtt(enum bench_pin pin)
 	printf("|-----:|----------:|------------:|--------:|---------:|----------:|---------:"
 	       "|-----------:|\n");
 	printf("| 64 | %s | %s | %s | %s | %s | %s | %s |\n",
-	       fmt_cell(a, sizeof(a), &c[KERN], "%.0f"), fmt_cell(b, sizeof(b), &c[PP], "%.0f"),
-	       fmt_cell(g, sizeof(g), &c[RING], "%.0f"), fmt_cell(d, sizeof(d), &c[LIMIT], "%.0f"),
-	       fmt_ratio(e, sizeof(e), &c[PP], &c[KERN]), fmt_ratio(f, sizeof(f), &c[PP], &c[LIMIT]),
-	       fmt_ratio(h, sizeof(h), &c[RING], &c[LIMIT]));
+	       bench_fmt_cell(a, sizeof(a), &c[KERN], "%.0f"),
+	       bench_fmt_cell(b, sizeof(b), &c[PP], "%.0f"),
+	       bench_fmt_cell(g, sizeof(g), &c[RING], "%.0f"),
+	       bench_fmt_cell(d, sizeof(d), &c[LIMIT], "%.0f"),
+	       bench_fmt_cell_ratio(e, sizeof(e), &c[PP], &c[KERN]),
+	       bench_fmt_cell_ratio(f, sizeof(f), &c[PP], &c[LIMIT]),
+	       bench_fmt_cell_ratio(h, sizeof(h), &c[RING], &c[LIMIT]));
 	fflush(stdout);
 }
 
