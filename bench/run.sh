@@ -11,19 +11,20 @@
 # Markdown: the tables paste as they are into a note.
 #
 # Knobs (environment), read by the benchmarks themselves:
-#   PP_BENCH_RUNS=N      runs per cell, the median shown: pipe-threads and
-#                        pipe-idle default 5, cli.sh 3
-#   PP_BENCH_SECONDS=S   seconds per run (pipe-threads, default 0.2) or per
-#                        case (splice-file, default 1)
+#   PP_BENCH_RUNS=N      runs per cell, the median shown: pipe-threads,
+#                        pipe-procs and pipe-idle default 5, cli.sh 3
+#   PP_BENCH_SECONDS=S   seconds per run (pipe-threads and pipe-procs,
+#                        default 0.2) or per case (splice-file, default 1)
 #   PP_BENCH_QUICK=1     smoke run: 1 run of 0.05 s per case, 1,000 idle
 #                        pipes, a smaller file for cli.sh; shows that
 #                        everything runs, measures nothing
 #   cli.sh and splice-file have more (PP_BENCH_DIR, PP_BENCH_MB...): see
 #   the top of each
-#   PP_BENCH_PIN=split|same|none   one thread layout only (default: both
-#                        where there are two CPUs)
-# With the defaults the whole run takes about 2.5 minutes on 2 CPUs (about
-# 1.2 of them pipe-threads); PP_BENCH_QUICK=1 about half a minute.
+#   PP_BENCH_PIN=split|same|none   one thread (pipe-procs: process) layout
+#                        only (default: both where there are two CPUs)
+# With the defaults the whole run takes about 3 minutes on 2 CPUs (about
+# 1.2 of them pipe-threads, 0.6 pipe-procs); PP_BENCH_QUICK=1 about half a
+# minute.
 
 B=${B:-build}
 cd "$(dirname "$0")/.." || exit 1
