@@ -31,7 +31,8 @@
  * producer takes the room it made before the re-check, the sleeper sleeps
  * on the new wq, and every later waker reads `woken` set and wakes no one:
  * test/defect-lock-sleep's five threads stopped dead that way, all asleep
- * on two pipes, one empty and one full (test/stress-lost-wake).  `woken`
+ * on two pipes, one empty and one full (test/bug-lost-wake, and
+ * test/model-wake, which tries every interleaving of both orders).  `woken`
  * keeps a writer on a busy pipe from making a futex call per write while
  * the reader it already woke waits for a CPU.
  */
@@ -355,8 +356,8 @@ static bool wait_briefly(struct pp_pipe *p, bool (*ready)(struct pp_pipe *), con
 }
 
 /*
- * test/stress-lost-wake compiles this file into itself with a yield here,
- * to widen the windows between the steps of a sleep.
+ * test/bug-lost-wake compiles this file into itself with a hook here, to
+ * run a waker and a second producer between the steps of a sleep.
  */
 #ifndef PP__SLEEP_STEP
 #define PP__SLEEP_STEP()	do { } while (0)
