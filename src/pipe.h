@@ -435,7 +435,7 @@ bool    pp__pipe_nonblock(const struct pp_file *f, unsigned int splice_flags);
  * (pp__ret), so a handler may use the pipe or siglongjmp out.
  */
 int     pp__pipe_epipe(const struct pp_file *f);
-extern __thread bool pp__sigpipe_owed;
+extern __thread bool pp__sigpipe_owed __attribute__((tls_model("initial-exec")));
 void    pp__raise_sigpipe(void);
 
 #endif /* PP_PIPE_H */
