@@ -50,17 +50,6 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 
-#if defined(__SANITIZE_THREAD__)
-#define T_TSAN	1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define T_TSAN	1
-#endif
-#endif
-#ifndef T_TSAN
-#define T_TSAN	0
-#endif
-
 #define PG	4096
 #define MIB	(1 << 20)
 #define SRC_LEN	(3 * MIB)
