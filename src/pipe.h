@@ -165,6 +165,7 @@ struct pp_pipe {
 
 	_Alignas(PP_CACHELINE) unsigned int rd_wait;
 	unsigned int rd_sleepers;
+	unsigned int rd_yielder;	/* atomic: a reader yields its CPU while it waits (wait.c) */
 	bool rd_woken;
 
 	/* The producer's side, likewise. */
@@ -174,6 +175,7 @@ struct pp_pipe {
 
 	_Alignas(PP_CACHELINE) unsigned int wr_wait;
 	unsigned int wr_sleepers;
+	unsigned int wr_yielder;
 	bool wr_woken;
 
 	/*

@@ -337,27 +337,86 @@ static bool peer_shares_cpu(const int *peer_cpu)
 }
 
 /*
- * Spin or yield until ready(p) holds or the time is up; true if it holds.
- * ready() is a handful of loads.
+ * On a shared CPU one waiter per side is all that helps: when the peer
+ * yields or blocks, the waiter runs.  A second, third ... waiter that
+ * yields too is one more runnable thread between the peer and its CPU, and
+ * under a fair scheduler each takes its share of it: four writers yielding
+ * beside one reader on one CPU leave the reader a fifth of the time it
+ * needs (bench/pipe-threads, fan, same CPU: 2.3x a kernel pipe that way,
+ * 3.7x with one yielder).  So the first waiter of a side yields (it holds
+ * the side's `yielder` word) and any other naps: a timed futex wait of PP_NAP_NS on the side's wait
+ * queue, not counted among the sleepers, so no peer owes it a wake-up and
+ * no peer call pays for one.  A wake-up of the queue (a close, a resize, a
+ * wake of real sleepers) ends a nap early; otherwise a napper looks again
+ * when its time is up, becomes the yielder if the word is free, and sleeps
+ * for real once it has napped PP_NAP_BUDGET_NS.  A napper can therefore
+ * miss room or data for up to one nap; it shares a CPU with a thread that
+ * is running anyway (the yielder's peer), which the scheduler would let
+ * finish its slice first (milliseconds) even if it were woken at once.
+ *
+ * The yielder word only chooses who yields; nothing else reads it, and a
+ * wrong choice costs time, never a wake-up: every waiter re-checks
+ * ready() after each yield or nap and sleeps through sleep_on().
  */
-static bool wait_briefly(struct pp_pipe *p, bool (*ready)(struct pp_pipe *), const int *peer_cpu)
-{
-	bool yield = peer_shares_cpu(peer_cpu);
-	long long deadline = mono_ns() + PP_SPIN_NS;
+#ifndef PP_NAP_NS
+#define PP_NAP_NS		50000
+#endif
+#define PP_NAP_BUDGET_NS	10000000
 
-	do {
-		if (yield) {
+static bool take_yielder(unsigned int *yielder)
+{
+	unsigned int free = 0;
+
+	return __atomic_load_n(yielder, __ATOMIC_RELAXED) == 0 &&
+	       __atomic_compare_exchange_n(yielder, &free, 1, false, __ATOMIC_RELAXED,
+					   __ATOMIC_RELAXED);
+}
+
+static void nap(unsigned int *wq)
+{
+	static const struct timespec ts = { .tv_nsec = PP_NAP_NS };
+	unsigned int seq = __atomic_load_n(wq, __ATOMIC_RELAXED);
+
+	syscall(SYS_futex, wq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL, 0);
+}
+
+/*
+ * Spin, yield or nap until ready(p) holds or the time is up; true if it
+ * holds.  ready() is a handful of loads.
+ */
+static bool wait_briefly(struct pp_pipe *p, bool (*ready)(struct pp_pipe *), const int *peer_cpu,
+			 unsigned int *wq, unsigned int *yielder)
+{
+	long long now = mono_ns(), deadline = now + PP_SPIN_NS, nap_end = now + PP_NAP_BUDGET_NS;
+	bool mine = false;
+
+	if (!peer_shares_cpu(peer_cpu)) {
+		do {
+			for (int i = 0; i < 64; i++) {
+				if (ready(p))
+					return true;
+				cpu_relax();
+			}
+		} while (mono_ns() < deadline);
+		return ready(p);
+	}
+	for (;;) {
+		if (!mine && take_yielder(yielder)) {
+			mine = true;
+			deadline = mono_ns() + PP_SPIN_NS;
+		}
+		if (mine) {
 			sched_yield();
-			if (ready(p))
-				return true;
-			continue;
+			if (ready(p) || mono_ns() >= deadline)
+				break;
+		} else {
+			nap(wq);
+			if (ready(p) || mono_ns() >= nap_end)
+				break;
 		}
-		for (int i = 0; i < 64; i++) {
-			if (ready(p))
-				return true;
-			cpu_relax();
-		}
-	} while (mono_ns() < deadline);
+	}
+	if (mine)
+		__atomic_store_n(yielder, 0, __ATOMIC_RELAXED);
 	return ready(p);
 }
 
@@ -408,7 +467,7 @@ int pp__pipe_wait_data(struct pp_pipe *p, bool nonblock)
 			return pp__pipe_empty(p) ? 0 : 1;
 		if (nonblock)
 			return -EAGAIN;
-		if (!wait_briefly(p, readable, &p->wr_cpu))
+		if (!wait_briefly(p, readable, &p->wr_cpu, &p->rd_wait, &p->rd_yielder))
 			sleep_on(p, readable, &p->rd_wait, &p->rd_sleepers, &p->rd_woken);
 	}
 }
@@ -428,7 +487,7 @@ static bool handed_or_readable(struct pp_pipe *p)
 
 void pp__pipe_wait_handoff(struct pp_pipe *p)
 {
-	if (!wait_briefly(p, handed_or_readable, &p->wr_cpu))
+	if (!wait_briefly(p, handed_or_readable, &p->wr_cpu, &p->rd_wait, &p->rd_yielder))
 		sleep_on(p, handed_or_readable, &p->rd_wait, &p->rd_sleepers, &p->rd_woken);
 }
 
@@ -439,7 +498,7 @@ int pp__pipe_wait_room(struct pp_file *out, bool nonblock)
 	while (!writable(p)) {
 		if (nonblock)
 			return -EAGAIN;
-		if (!wait_briefly(p, writable, &p->rd_cpu))
+		if (!wait_briefly(p, writable, &p->rd_cpu, &p->wr_wait, &p->wr_yielder))
 			sleep_on(p, writable, &p->wr_wait, &p->wr_sleepers, &p->wr_woken);
 	}
 	return pp__pipe_readers(p) ? 0 : pp__pipe_epipe(out);
