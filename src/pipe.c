@@ -647,10 +647,19 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 		if (ret && (int)(p->tail - head0) >= 0)
 			break;	/* published after we began: the next read's */
 		if (pp__pipe_empty(p)) {
+			const void *next = NULL;
 			bool offered;
 
 			if (ret)
 				break;
+			/*
+			 * A drained slot (pipe.h) is where the next write
+			 * lands, from the start of its page (slot_reopen): the
+			 * wait prefetches that line.  Its page is read under
+			 * rd_mutex, while the slot cannot change hands.
+			 */
+			if (p->tail != pp__pipe_head(p))
+				next = pp__pipe_buf(p, p->tail)->page;
 			offered = !nonblock && handoff_offer(p, &it, (size_t)total);
 			pp__pipe_unlock_consumer(p);
 			if (offered) {
@@ -659,7 +668,7 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 				if (got)
 					return (ssize_t)got;	/* nothing consumed: dead is empty */
 			}
-			err = pp__pipe_wait_data(p, nonblock);
+			err = pp__pipe_wait_data_at(p, nonblock, next);
 			if (err <= 0)
 				return err;	/* 0: EOF */
 			err = pp__pipe_lock_consumer(p, nonblock);

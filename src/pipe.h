@@ -400,6 +400,8 @@ void pp__pipe_unlock_producer(struct pp_pipe *p);
  * Either may return early: the caller re-checks under its lock.
  */
 int  pp__pipe_wait_data(struct pp_pipe *p, bool nonblock);
+/* The same, prefetching hint while it spins: see pp__pipe_read's caller. */
+int  pp__pipe_wait_data_at(struct pp_pipe *p, bool nonblock, const void *hint);
 int  pp__pipe_wait_room(struct pp_file *out, bool nonblock);
 /* The reader that made a handoff offer: until it is filled, or readable (pipe.c). */
 void pp__pipe_wait_handoff(struct pp_pipe *p);

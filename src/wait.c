@@ -383,9 +383,17 @@ static void nap(unsigned int *wq)
 /*
  * Spin, yield or nap until ready(p) holds or the time is up; true if it
  * holds.  ready() is a handful of loads.
+ *
+ * A spinning waiter also prefetches `hint`, the line its peer is expected
+ * to write next, when the caller knows one (pp__pipe_wait_data_at), so
+ * that the miss on it is under way while ready() waits for the word that
+ * publishes it, instead of starting once it has (a 64 B round trip
+ * between two CPUs, bench/pipe-threads -t rtt: 327-345 ns without it,
+ * 292-307 with it, the spinning flags 95-107).  A prefetch cannot fault:
+ * a hint that went stale (its page let go) costs nothing.
  */
 static bool wait_briefly(struct pp_pipe *p, bool (*ready)(struct pp_pipe *), const int *peer_cpu,
-			 unsigned int *wq, unsigned int *yielder)
+			 unsigned int *wq, unsigned int *yielder, const void *hint)
 {
 	long long now = mono_ns(), deadline = now + PP_SPIN_NS, nap_end = now + PP_NAP_BUDGET_NS;
 	bool mine = false;
@@ -393,6 +401,8 @@ static bool wait_briefly(struct pp_pipe *p, bool (*ready)(struct pp_pipe *), con
 	if (!peer_shares_cpu(peer_cpu)) {
 		do {
 			for (int i = 0; i < 64; i++) {
+				if (hint)
+					__builtin_prefetch(hint, 0, 3);
 				if (ready(p))
 					return true;
 				cpu_relax();
@@ -457,7 +467,7 @@ static bool writable(struct pp_pipe *p)
 	return !pp__pipe_full(p) || !pp__pipe_readers(p);
 }
 
-int pp__pipe_wait_data(struct pp_pipe *p, bool nonblock)
+int pp__pipe_wait_data_at(struct pp_pipe *p, bool nonblock, const void *hint)
 {
 	for (;;) {
 		if (!pp__pipe_empty(p))
@@ -467,9 +477,14 @@ int pp__pipe_wait_data(struct pp_pipe *p, bool nonblock)
 			return pp__pipe_empty(p) ? 0 : 1;
 		if (nonblock)
 			return -EAGAIN;
-		if (!wait_briefly(p, readable, &p->wr_cpu, &p->rd_wait, &p->rd_yielder))
+		if (!wait_briefly(p, readable, &p->wr_cpu, &p->rd_wait, &p->rd_yielder, hint))
 			sleep_on(p, readable, &p->rd_wait, &p->rd_sleepers, &p->rd_woken);
 	}
+}
+
+int pp__pipe_wait_data(struct pp_pipe *p, bool nonblock)
+{
+	return pp__pipe_wait_data_at(p, nonblock, NULL);
 }
 
 /*
@@ -487,7 +502,7 @@ static bool handed_or_readable(struct pp_pipe *p)
 
 void pp__pipe_wait_handoff(struct pp_pipe *p)
 {
-	if (!wait_briefly(p, handed_or_readable, &p->wr_cpu, &p->rd_wait, &p->rd_yielder))
+	if (!wait_briefly(p, handed_or_readable, &p->wr_cpu, &p->rd_wait, &p->rd_yielder, NULL))
 		sleep_on(p, handed_or_readable, &p->rd_wait, &p->rd_sleepers, &p->rd_woken);
 }
 
@@ -498,7 +513,7 @@ int pp__pipe_wait_room(struct pp_file *out, bool nonblock)
 	while (!writable(p)) {
 		if (nonblock)
 			return -EAGAIN;
-		if (!wait_briefly(p, writable, &p->rd_cpu, &p->wr_wait, &p->wr_yielder))
+		if (!wait_briefly(p, writable, &p->rd_cpu, &p->wr_wait, &p->wr_yielder, NULL))
 			sleep_on(p, writable, &p->wr_wait, &p->wr_sleepers, &p->wr_woken);
 	}
 	return pp__pipe_readers(p) ? 0 : pp__pipe_epipe(out);
