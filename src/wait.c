@@ -344,15 +344,18 @@ static bool peer_shares_cpu(const int *peer_cpu)
  * beside one reader on one CPU leave the reader a fifth of the time it
  * needs (bench/pipe-threads, fan, same CPU: 2.3x a kernel pipe that way,
  * 3.7x with one yielder).  So the first waiter of a side yields (it holds
- * the side's `yielder` word) and any other naps: a timed futex wait of PP_NAP_NS on the side's wait
- * queue, not counted among the sleepers, so no peer owes it a wake-up and
- * no peer call pays for one.  A wake-up of the queue (a close, a resize, a
- * wake of real sleepers) ends a nap early; otherwise a napper looks again
- * when its time is up, becomes the yielder if the word is free, and sleeps
- * for real once it has napped PP_NAP_BUDGET_NS.  A napper can therefore
- * miss room or data for up to one nap; it shares a CPU with a thread that
- * is running anyway (the yielder's peer), which the scheduler would let
- * finish its slice first (milliseconds) even if it were woken at once.
+ * the side's `yielder` word) and any other naps: a timed futex wait of
+ * PP_NAP_NS on the side's wait queue, not counted among the sleepers, so no
+ * peer owes it a wake-up and no peer call pays for one.  A wake-up of the
+ * queue (a close, a resize, a wake of real sleepers) ends a nap early;
+ * otherwise a napper looks again when its time is up, becomes the yielder
+ * if the word is free, and sleeps for real once it has napped
+ * PP_NAP_BUDGET_NS.  A napper can therefore miss room or data for up to
+ * one nap; it shares a CPU with a thread that is running anyway (the
+ * yielder's peer), which the scheduler would let finish its slice first
+ * (milliseconds) even if it were woken at once.  A thread that siglongjmps
+ * out of a wait as the yielder leaves the word set: the side's waiters
+ * then nap instead of yield, slower but never stuck.
  *
  * The yielder word only chooses who yields; nothing else reads it, and a
  * wrong choice costs time, never a wake-up: every waiter re-checks
