@@ -170,42 +170,7 @@ static void chan_close_write(struct chan *c)
 		close(c->wfd);
 }
 
-/* All of buf: 0, or the errno that stopped it. */
-static int write_all(struct chan *c, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = chan_write(c, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* len bytes, fewer only at EOF; or -errno. */
-static ssize_t read_full(struct chan *c, char *buf, size_t len)
-{
-	size_t have = 0;
-
-	while (have < len) {
-		ssize_t n = chan_read(c, buf + have, len - have);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (!n)
-			break;
-		have += (size_t)n;
-	}
-	return (ssize_t)have;
-}
+#include "chan-io.h"
 
 /* ---------------------------------------------------------------------- */
 /* The two processes of a run. */
