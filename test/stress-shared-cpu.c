@@ -32,6 +32,7 @@ struct hdr {
 static int cpu0;
 static struct pp_file *E[2];
 static long long deadline;
+static int stress_ms;			/* PP_STRESS_SECONDS: half for each fan */
 static uint64_t done_seq[NT];			/* fan-in: records sent per writer */
 static unsigned char *seen;			/* fan-out: how often each sequence number arrived */
 #define FAN_OUT_CAP	(1u << 24)	/* records: 64 GiB, more than a run moves */
@@ -125,6 +126,7 @@ static int fan_in_one_cpu(void)
 	uint64_t next[NT] = { 0 };
 
 	pin();
+	deadline = t_now_ms() + stress_ms / 2;
 	t_pipe2(E, 0);
 	ASSERT_EQ(pthread_create(&rd, NULL, fan_in_reader, next), 0);
 	for (uintptr_t i = 0; i < NT; i++)
@@ -166,6 +168,7 @@ static int fan_out_one_cpu(void)
 	const uint64_t cap = FAN_OUT_CAP;
 
 	pin();
+	deadline = t_now_ms() + stress_ms / 2;
 	seen = calloc(cap, 1);
 	ASSERT_NE(seen, NULL);
 	t_pipe2(E, 0);
@@ -272,27 +275,13 @@ static int blocked_readers_all_finish(void)
 	return T_EXIT_PASS;
 }
 
-static int stress_ms;
-
-static int run_fan_in(void)
-{
-	deadline = t_now_ms() + stress_ms / 2;
-	return fan_in_one_cpu();
-}
-
-static int run_fan_out(void)
-{
-	deadline = t_now_ms() + stress_ms / 2;
-	return fan_out_one_cpu();
-}
-
 int main(void)
 {
 	static const struct t_subtest tests[] = {
 		T_SUBTEST(blocked_writers_all_finish),
 		T_SUBTEST(blocked_readers_all_finish),
-		T_SUBTEST(run_fan_in),
-		T_SUBTEST(run_fan_out),
+		T_SUBTEST(fan_in_one_cpu),
+		T_SUBTEST(fan_out_one_cpu),
 	};
 	const char *env = getenv("PP_STRESS_SECONDS");
 	cpu_set_t set;
