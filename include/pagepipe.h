@@ -69,6 +69,18 @@ struct pp_pollfd {
  * MSG_NOSIGNAL).  Any other bit gives EINVAL.
  */
 #define PP_O_NOSIGPIPE		0x40000000
+/*
+ * PP_O_SHARED: the pipe's ring and pages live in a shared memory arena (a
+ * sealed memfd), so after fork() parent and child hold the ends of one
+ * pipe, as with pipe(2): EOF once every write end in every process is
+ * closed (or its process gone), EPIPE and SIGPIPE in the writing process
+ * once every read end is, O_NONBLOCK and O_DIRECT shared by the copies of
+ * an end as by those of an open file description.  On shared ends:
+ * pp_read, pp_write, pp_readv, pp_writev, pp_close, pp_fcntl (F_GETFL,
+ * F_SETFL, F_GETPIPE_SZ, F_SETPIPE_SZ up to 1 MiB), pp_ioctl (FIONREAD,
+ * FIONBIO); other calls fail with EINVAL.  docs/shared-pipes.md.
+ */
+#define PP_O_SHARED		0x20000000
 
 int      pp_pipe2(struct pp_file *ends[2], int flags);
 struct pp_file *pp_fdopen(int fd);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * arena.c - the shared arena: its layout, creation, mapping, and its pages
- * (arena.h; docs/shared-pipes.md).  Work in progress, stage 1 of that
- * file's order of work: no pipe lives in an arena yet.
+ * (arena.h; docs/shared-pipes.md).  The shared pipe (shared.c) keeps its
+ * ring control, its slots and its pages here.
  *
  * The free list is a Treiber stack of page indices: the head word holds a
  * tag in its upper half and an index in its lower half, and next[] links
@@ -88,7 +88,7 @@ int pp__arena_layout(struct pp__arena_layout *lay, uint32_t page_size, uint32_t 
 	size_t off;
 
 	if (page_size != pp_page_size() || !npages || npages > ARENA_MAX_PAGES || !nslots ||
-	    nslots > ARENA_MAX_PAGES)
+	    nslots > ARENA_MAX_PAGES || (nslots & (nslots - 1)))
 		return -EINVAL;
 	lay->page_size = page_size;
 	lay->npages = npages;
@@ -98,8 +98,10 @@ int pp__arena_layout(struct pp__arena_layout *lay, uint32_t page_size, uint32_t 
 	off = align_up(off + (size_t)npages * sizeof(uint32_t), 64);
 	lay->next_off = off;
 	off = align_up(off + (size_t)npages * sizeof(uint32_t), 64);
+	lay->ctrl_off = off;
+	off += PP_ARENA_CTRL_SIZE;
 	lay->slots_off = off;
-	off = align_up(off + (size_t)nslots * 64, page_size);
+	off = align_up(off + (size_t)nslots * PP_ARENA_SLOT_SIZE, page_size);
 	lay->pages_off = off;
 	lay->size = off + (size_t)npages * page_size;
 	return 0;
@@ -111,6 +113,11 @@ static int poison(struct pp__arena *a)
 	a->poisoned = 1;
 	__atomic_store_n(&hdr(a)->poisoned, 1, __ATOMIC_RELEASE);
 	return -EIO;
+}
+
+int pp__arena_poison(struct pp__arena *a)
+{
+	return poison(a);
 }
 
 int pp__arena_poisoned(const struct pp__arena *a)

@@ -2,8 +2,7 @@
 /*
  * arena.h - the shared arena of a cross-process pipe (docs/shared-pipes.md,
  * sections 1 and 2): a sealed memfd that every process of the pipe maps at
- * an address of its own.  Work in progress: nothing outside the arena's own
- * test uses it yet.
+ * an address of its own.  src/shared.c builds the shared pipe on it.
  *
  * Nothing in the arena is a pointer.  Pages are named by index; the page
  * area, the reference counts and the free list sit at offsets each process
@@ -22,6 +21,8 @@
 #include <stddef.h>
 
 #define PP_ARENA_NIL	UINT32_MAX
+#define PP_ARENA_CTRL_SIZE	512u
+#define PP_ARENA_SLOT_SIZE	64u
 
 /* Where things are, as this process computed it: never read from the arena. */
 struct pp__arena_layout {
@@ -30,7 +31,8 @@ struct pp__arena_layout {
 	uint32_t nslots;
 	size_t refs_off;	/* uint32_t refs[npages] */
 	size_t next_off;	/* uint32_t next[npages]: the free list's links */
-	size_t slots_off;	/* the ring's slots (stage 2) */
+	size_t ctrl_off;	/* PP_ARENA_CTRL_SIZE bytes: the ring's control (shared.c) */
+	size_t slots_off;	/* nslots * PP_ARENA_SLOT_SIZE: the ring's slots (shared.c) */
 	size_t pages_off;	/* page-aligned: npages pages */
 	size_t size;		/* the memfd's size */
 };
@@ -64,5 +66,18 @@ int   pp__arena_page_put(struct pp__arena *a, uint32_t idx);
 void *pp__arena_page(struct pp__arena *a, uint32_t idx);
 uint32_t pp__arena_free_pages(struct pp__arena *a);	/* a walk, bounded; tests */
 int   pp__arena_poisoned(const struct pp__arena *a);
+/* Found corrupt by a user of the arena: poisons it; returns -EIO. */
+int   pp__arena_poison(struct pp__arena *a);
+
+static inline void *pp__arena_ctrl(const struct pp__arena *a)
+{
+	return a->base + a->lay.ctrl_off;
+}
+
+/* Slot i of the ring, masked: never out of the slot area. */
+static inline void *pp__arena_slot(const struct pp__arena *a, uint32_t i)
+{
+	return a->base + a->lay.slots_off + (size_t)(i & (a->lay.nslots - 1)) * PP_ARENA_SLOT_SIZE;
+}
 
 #endif /* PP_ARENA_H */

@@ -105,7 +105,7 @@ PP_EXPORT ssize_t pp_read(struct pp_file *f, void *buf, size_t count)
 {
 	struct iovec iov = { buf, count };
 
-	if (unlikely(f && f->kind != PP_KIND_PIPE && f->kind != PP_KIND_USER)) {
+	if (unlikely(f && f->fd >= 0)) {
 		ssize_t r = read(f->fd, buf, count);	/* exactly read(2) */
 
 		return r;
@@ -120,7 +120,7 @@ PP_EXPORT ssize_t pp_write(struct pp_file *f, const void *buf, size_t count)
 {
 	struct iovec iov = { (void *)buf, count };
 
-	if (unlikely(f && f->kind != PP_KIND_PIPE && f->kind != PP_KIND_USER))
+	if (unlikely(f && f->fd >= 0))
 		return write(f->fd, buf, count);	/* exactly write(2) */
 	if (!pp__access_ok(buf, count))
 		return pp__ret(-EFAULT);
@@ -355,6 +355,8 @@ PP_EXPORT int pp_fcntl(struct pp_file *f, int cmd, ...)
 	pp__file_get(f);
 	if (pp__is_pipe(f))
 		r = pipe_fcntl(f, cmd, arg);
+	else if (pp__is_shared(f))
+		r = pp__shared_fcntl(f, cmd, arg);
 	else if (cmd == F_GETFL)
 		r = pp__file_flags(f);
 	else if (cmd == F_SETFL) {
@@ -380,17 +382,21 @@ static int do_ioctl(struct pp_file *f, unsigned long request, void *arg)
 	case FIOASYNC:
 		if (!arg)
 			return -EFAULT;
+		if (request == FIONBIO && pp__is_shared(f)) {
+			pp__shared_set_nonblock(f, *(int *)arg);
+			return 0;
+		}
 		if (*(int *)arg)
 			atomic_fetch_or(&f->flags, request == FIONBIO ? O_NONBLOCK : O_ASYNC);
 		else
 			atomic_fetch_and(&f->flags, ~(request == FIONBIO ? O_NONBLOCK : O_ASYNC));
 		return 0;
 	case FIONREAD:
-		if (!pp__is_pipe(f))
+		if (!pp__is_pipe(f) && !pp__is_shared(f))
 			break;
 		if (!arg)
 			return -EFAULT;
-		return pp__pipe_fionread(f, arg);
+		return pp__is_shared(f) ? pp__shared_fionread(f, arg) : pp__pipe_fionread(f, arg);
 	}
 	return -ENOTTY;
 }

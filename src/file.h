@@ -17,6 +17,7 @@ enum pp_kind {
 	PP_KIND_CHR,
 	PP_KIND_OTHER,		/* directories and the rest: read/write pass through */
 	PP_KIND_USER,		/* pp_file_new() */
+	PP_KIND_SHARED,		/* a PP_O_SHARED pipe end (shared.c) */
 };
 
 struct pp__file_ref;
@@ -75,6 +76,14 @@ static inline int pp__file_flags(const struct pp_file *f)
 static inline bool pp__is_pipe(const struct pp_file *f)
 {
 	return f->kind == PP_KIND_PIPE;
+}
+
+/* A file with one reference (its being open); file.c.  NULL: ENOMEM. */
+struct pp_file *pp__file_alloc(const struct pp_file_ops *ops, enum pp_kind kind, int flags);
+
+static inline bool pp__is_shared(const struct pp_file *f)
+{
+	return f->kind == PP_KIND_SHARED;
 }
 
 /* Calls in flight hold a reference so that a concurrent pp_close() is safe. */

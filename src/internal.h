@@ -52,6 +52,14 @@ extern unsigned int pp__page_shift;
 #include "buf.h"
 
 /* -------------------------------------------------------------------------
+ * Pipes between processes (shared.c): their ends are PP_KIND_SHARED files.
+ */
+int  pp__shared_pipe2(struct pp_file *ends[2], int flags);
+int  pp__shared_fcntl(struct pp_file *f, int cmd, unsigned long arg);
+int  pp__shared_fionread(struct pp_file *f, int *out);
+void pp__shared_set_nonblock(struct pp_file *f, bool on);
+
+/* -------------------------------------------------------------------------
  * Fault injection (fault.c): a test sets a countdown per site; the library
  * asks before each allocation or system call that can fail.
  */

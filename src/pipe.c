@@ -94,12 +94,9 @@ static void pipe_free(struct pp_pipe *p)
 	free(p);
 }
 
-/* The ends are files too; file.c allocates them. */
-struct pp_file *pp__file_alloc(const struct pp_file_ops *ops, enum pp_kind kind, int flags);
-
 PP_EXPORT int pp_pipe2(struct pp_file *ends[2], int flags)
 {
-	const int valid = O_NONBLOCK | O_DIRECT | O_CLOEXEC | PP_O_NOSIGPIPE;
+	const int valid = O_NONBLOCK | O_DIRECT | O_CLOEXEC | PP_O_NOSIGPIPE | PP_O_SHARED;
 	struct pp_file *r, *w;
 	struct pp_pipe *p;
 	int keep;
@@ -108,6 +105,8 @@ PP_EXPORT int pp_pipe2(struct pp_file *ends[2], int flags)
 		return (int)pp__ret(-EFAULT);
 	if (flags & ~valid)
 		return (int)pp__ret(-EINVAL);
+	if (flags & PP_O_SHARED)
+		return (int)pp__ret(pp__shared_pipe2(ends, flags & ~PP_O_SHARED));
 	keep = flags & (O_NONBLOCK | PP_O_NOSIGPIPE);
 	if (flags & O_CLOEXEC)
 		keep |= PP_FD_CLOEXEC_FLAG;	/* only F_GETFD sees it: nothing is exec'd */

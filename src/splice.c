@@ -652,6 +652,8 @@ PP_EXPORT ssize_t pp_splice(struct pp_file *in, off_t *off_in, struct pp_file *o
 		return pp__ret(-EINVAL);
 	if (!in || !out)
 		return pp__ret(-EBADF);
+	if (pp__is_shared(in) || pp__is_shared(out))
+		return pp__ret(-EINVAL);	/* not yet: docs/shared-pipes.md */
 	/*
 	 * Two OS descriptors: exactly splice(2), holding nothing, since the
 	 * kernel may raise SIGPIPE inside it and a handler may siglongjmp.

@@ -161,6 +161,8 @@ PP_EXPORT ssize_t pp_tee(struct pp_file *in, struct pp_file *out, size_t len, un
 		return 0;
 	if (!in || !out)
 		return pp__ret(-EBADF);
+	if (pp__is_shared(in) || pp__is_shared(out))
+		return pp__ret(-EINVAL);	/* not yet: docs/shared-pipes.md */
 	if (in->fd >= 0 && out->fd >= 0) {
 		ret = tee(in->fd, out->fd, len, flags);
 		return ret;

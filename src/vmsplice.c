@@ -439,6 +439,8 @@ PP_EXPORT ssize_t pp_vmsplice(struct pp_file *f, const struct iovec *iov, size_t
 		return pp__ret(-EINVAL);
 	if (!f)
 		return pp__ret(-EBADF);
+	if (pp__is_shared(f))
+		return pp__ret(-EINVAL);	/* not yet: docs/shared-pipes.md */
 	if (f->fd >= 0)
 		return vmsplice(f->fd, iov, nr_segs, flags);
 	pp__file_get(f);

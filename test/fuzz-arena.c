@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int lowest_fd = lowest_free_fd();
 	size_t words;
 
-	if (pp__arena_create(&a, NPAGES, 1 + u8(&c) % 16))
+	if (pp__arena_create(&a, NPAGES, 1u << (u8(&c) % 5)))
 		abort();
 	if (pp__arena_map(&b, a.fd))
 		abort();

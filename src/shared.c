@@ -1,0 +1,772 @@
+// SPDX-License-Identifier: MIT
+/*
+ * shared.c - a pipe between processes: pp_pipe2(ends, PP_O_SHARED)
+ * (docs/shared-pipes.md).
+ *
+ * The ring's control, its slots and its pages live in a shared arena
+ * (arena.c), a sealed memfd that fork() leaves mapped in the child, so
+ * parent and child hold the ends of one pipe.  One lock guards the ring,
+ * as Linux's pipe->mutex does: a futex word in the arena, without
+ * FUTEX_PRIVATE_FLAG so that it works between processes.  Copies in and out
+ * happen under it, as in pipe_read() and pipe_write().  Nothing the arena
+ * holds is a pointer: slots name pages by index, and every index, offset
+ * and length read from it is checked before use (a peer may scribble on
+ * the arena; the pipe then fails with EIO, this process's memory is never
+ * at stake).
+ *
+ * Who holds an end.  A kernel pipe's ends are counted by the kernel, which
+ * also counts the copies fork() makes and drops those of a process that
+ * dies.  We let it count for us: every shared pipe has a token pipe, a
+ * kernel pipe that carries no data; each read end holds a descriptor for
+ * the token's read side, each write end one for its write side.  fork()
+ * duplicates them with the ends, exit closes them, and poll(2) says when
+ * the last of a side is gone anywhere (POLLHUP on the read side: no writer
+ * left; POLLERR on the write side: no reader left).  That is the truth,
+ * but a system call; the hot path reads a hint instead, the counts of
+ * ends in ctrl (pp_pipe2 sets them, a fork()ed child adds its copies, a
+ * close takes one away), and asks the tokens only when the hint says
+ * nobody is left (a copy fork() made may not be counted yet: the child
+ * adds it when it first runs) and before it sleeps (a process that died
+ * or exec'd without closing is still counted).  A sleep is a futex wait of
+ * at most SH_SLEEP_NS, so a peer that died while we slept is noticed that
+ * late at worst; a process that exits through exit() closes its ends at
+ * once (an atexit handler), as does one that calls pp_close().
+ *
+ * Wake-ups are wait.c's: a waker's store of head or tail (or of a count)
+ * comes before its read-modify-write of the sleepers count, a sleeper's
+ * increment of that count before its look at the ring; both are seq_cst,
+ * so one of the two sees the other.
+ *
+ * Not yet here (the order of work in docs/shared-pipes.md): a lock-free
+ * hot path, robust locks (a process killed while it holds the ring lock
+ * stops its peers), splice, tee, vmsplice, the zero-copy calls, poll and
+ * event fds, export and import.
+ */
+#include "internal.h"
+#include "arena.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+
+#define SH_SLOTS	256u		/* the arena's slots and pages: 1 MiB, pipe-max-size */
+#define SH_SLEEP_NS	50000000L	/* a sleep re-checks the tokens this often */
+#define SH_SPIN_NS	20000LL		/* before sleeping, when a peer may be running */
+#define SH_FLAGS	(O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_ASYNC)	/* setfl() */
+
+/* In the arena; every field atomic, or under `lock` where it says so. */
+struct sh_ctrl {
+	uint32_t lock;			/* 0 free, 1 held, 2 held and maybe sleepers */
+	uint32_t head, tail;		/* free running; stored under lock */
+	uint32_t max_usage;		/* slots a writer may fill; under lock */
+	uint32_t readers, writers;	/* hints: ends open (see above) */
+	uint32_t end_flags[2];		/* F_SETFL flags of the read and the write end */
+	_Alignas(64) uint32_t rd_wait;
+	uint32_t rd_sleepers;
+	_Alignas(64) uint32_t wr_wait;
+	uint32_t wr_sleepers;
+};
+_Static_assert(sizeof(struct sh_ctrl) <= PP_ARENA_CTRL_SIZE, "ctrl outgrew its room");
+
+/* A slot, under lock.  Empty slots are outside [tail, head). */
+struct sh_slot {
+	uint32_t page;			/* arena page index */
+	uint32_t offset, len;
+	uint32_t flags;			/* PP_BUF_FLAG_CAN_MERGE or PP_BUF_FLAG_PACKET */
+};
+_Static_assert(sizeof(struct sh_slot) <= PP_ARENA_SLOT_SIZE, "slot outgrew its room");
+
+/* This process's view of one shared pipe: one per mapping. */
+struct sh_pipe {
+	struct pp__arena arena;
+	unsigned int ends;		/* ends of it open here; under reg_lock */
+};
+
+/* One end, as this process holds it. */
+struct sh_end {
+	struct sh_pipe *sp;
+	int side;			/* 0 read, 1 write */
+	int token;			/* the token pipe's side, see above; -1 once closed */
+	struct sh_end *prev, *next;	/* every end this process holds; under reg_lock */
+};
+
+/* Ends of this process, for fork() (their copies are counted) and exit(). */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sh_end *reg_head;
+static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
+
+static struct sh_ctrl *ctrl(const struct sh_pipe *sp)
+{
+	return pp__arena_ctrl(&sp->arena);
+}
+
+static struct sh_slot *slot(const struct sh_pipe *sp, uint32_t i)
+{
+	return pp__arena_slot(&sp->arena, i);
+}
+
+static uint32_t *count_of(struct sh_ctrl *c, int side)
+{
+	return side ? &c->writers : &c->readers;
+}
+
+static long futex(uint32_t *w, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, w, op, val, ts, NULL, 0);
+}
+
+static long long mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The ring lock.  A word a peer scribbled on costs waits, never memory. */
+
+static void ring_lock(struct sh_ctrl *c)
+{
+	const struct timespec ts = { 0, SH_SLEEP_NS };
+	uint32_t v = 0;
+
+	if (likely(__atomic_compare_exchange_n(&c->lock, &v, 1, false, __ATOMIC_ACQUIRE,
+					       __ATOMIC_RELAXED)))
+		return;
+	for (int i = 0; i < 100; i++) {
+		__builtin_ia32_pause();
+		v = 0;
+		if (__atomic_load_n(&c->lock, __ATOMIC_RELAXED) == 0 &&
+		    __atomic_compare_exchange_n(&c->lock, &v, 1, false, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return;
+	}
+	while (__atomic_exchange_n(&c->lock, 2, __ATOMIC_ACQUIRE) != 0)
+		futex(&c->lock, FUTEX_WAIT, 2, &ts);
+}
+
+static void ring_unlock(struct sh_ctrl *c)
+{
+	if (__atomic_exchange_n(&c->lock, 0, __ATOMIC_RELEASE) == 2)
+		futex(&c->lock, FUTEX_WAKE, 1, NULL);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Waiting.  Wake-ups as in wait.c: see the head comment. */
+
+static void wake(uint32_t *wq, uint32_t *sleepers)
+{
+	if (__atomic_fetch_add(sleepers, 0, __ATOMIC_SEQ_CST)) {
+		__atomic_fetch_add(wq, 1, __ATOMIC_SEQ_CST);
+		futex(wq, FUTEX_WAKE, INT_MAX, NULL);
+	}
+}
+
+static void wake_all(struct sh_ctrl *c)
+{
+	__atomic_fetch_add(&c->rd_wait, 1, __ATOMIC_SEQ_CST);
+	futex(&c->rd_wait, FUTEX_WAKE, INT_MAX, NULL);
+	__atomic_fetch_add(&c->wr_wait, 1, __ATOMIC_SEQ_CST);
+	futex(&c->wr_wait, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+/* Glances, with no lock: what a reader and a writer wait for. */
+static bool has_data(struct sh_ctrl *c)
+{
+	return __atomic_load_n(&c->head, __ATOMIC_ACQUIRE) !=
+	       __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE);
+}
+
+static bool has_room(struct sh_ctrl *c)
+{
+	uint32_t tail = __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE);
+
+	return __atomic_load_n(&c->head, __ATOMIC_ACQUIRE) - tail <
+	       __atomic_load_n(&c->max_usage, __ATOMIC_RELAXED);
+}
+
+/*
+ * Is the other side gone everywhere?  The token says (see above): POLLHUP
+ * on our read token, POLLERR on our write token.
+ */
+static bool peer_side_gone(const struct sh_end *e)
+{
+	struct pollfd pfd = { e->token, e->side ? POLLOUT : POLLIN, 0 };
+
+	if (e->token < 0 || poll(&pfd, 1, 0) != 1)
+		return false;
+	return pfd.revents & (e->side ? POLLERR : POLLHUP);
+}
+
+/* The hint first, the token when the hint says nobody is left. */
+static bool peer_side_open(const struct sh_end *e)
+{
+	struct sh_ctrl *c = ctrl(e->sp);
+
+	return __atomic_load_n(count_of(c, !e->side), __ATOMIC_ACQUIRE) || !peer_side_gone(e);
+}
+
+/*
+ * Wait, with no lock held, until ready(c) (true) or the other side is gone
+ * everywhere (false).  Spins a little first when another CPU may be
+ * running the peer; the spin ends early when the hint says the other side
+ * closed, and the tokens decide.  A close wakes every sleeper after its
+ * token is closed, so a sleeper woken by the last one sees it gone; a
+ * death wakes nobody and is seen at the next timeout.
+ */
+static bool wait_for(struct sh_end *e, bool (*ready)(struct sh_ctrl *), uint32_t *wq,
+		     uint32_t *sleepers)
+{
+	struct sh_ctrl *c = ctrl(e->sp);
+	const struct timespec ts = { 0, SH_SLEEP_NS };
+	long long deadline = mono_ns() + SH_SPIN_NS;
+	static int ncpu;
+
+	if (!__atomic_load_n(&ncpu, __ATOMIC_RELAXED))
+		__atomic_store_n(&ncpu, (int)sysconf(_SC_NPROCESSORS_ONLN), __ATOMIC_RELAXED);
+	if (__atomic_load_n(&ncpu, __ATOMIC_RELAXED) > 1) {
+		do {
+			for (int i = 0; i < 64; i++) {
+				if (ready(c))
+					return true;
+				if (!__atomic_load_n(count_of(c, !e->side), __ATOMIC_RELAXED))
+					goto sleep;
+				__builtin_ia32_pause();
+			}
+		} while (mono_ns() < deadline);
+	} else {
+		sched_yield();
+	}
+sleep:
+	for (;;) {
+		uint32_t seq;
+
+		if (ready(c))
+			return true;
+		if (peer_side_gone(e))
+			return false;
+		__atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
+		seq = __atomic_load_n(wq, __ATOMIC_SEQ_CST);
+		if (!ready(c))
+			futex(wq, FUTEX_WAIT, seq, &ts);
+		__atomic_fetch_sub(sleepers, 1, __ATOMIC_SEQ_CST);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* The ring, under the lock.  Every word from the arena is checked. */
+
+static int ring_check(struct sh_pipe *sp, uint32_t *head, uint32_t *tail)
+{
+	struct sh_ctrl *c = ctrl(sp);
+	uint32_t max = __atomic_load_n(&c->max_usage, __ATOMIC_RELAXED);
+
+	if (pp__arena_poisoned(&sp->arena))
+		return -EIO;
+	*head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
+	*tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
+	if (*head - *tail > SH_SLOTS || !max || max > SH_SLOTS)
+		return pp__arena_poison(&sp->arena);
+	return 0;
+}
+
+/* The page of a slot and its bytes' place in it, or NULL (poisoned). */
+static char *slot_bytes(struct sh_pipe *sp, const struct sh_slot *s)
+{
+	char *page;
+
+	if (s->offset > pp__page_size || s->len > pp__page_size - s->offset) {
+		pp__arena_poison(&sp->arena);
+		return NULL;
+	}
+	page = pp__arena_page(&sp->arena, s->page);
+	return page ? page + s->offset : NULL;
+}
+
+static int end_flags(const struct sh_end *e)
+{
+	return (int)__atomic_load_n(&ctrl(e->sp)->end_flags[e->side], __ATOMIC_RELAXED);
+}
+
+static struct sh_end *end_of(const struct pp_file *f)
+{
+	return f->private;
+}
+
+/*
+ * pipe_write(): the sub-page head of the write merges into the last
+ * buffer when it may take all of it, then whole pages, a slot each.
+ */
+static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
+{
+	struct sh_end *e = end_of(f);
+	struct sh_pipe *sp = e->sp;
+	struct sh_ctrl *c = ctrl(sp);
+	struct pp_iov_iter it = { iov, iovcnt, 0 };
+	ssize_t total = pp__iov_total(iov, iovcnt), ret = 0;
+	size_t left, chars;
+	uint32_t head, tail, flags;
+	bool was_empty, gone = false;
+	int err;
+
+	if (total <= 0)
+		return total;
+	flags = (end_flags(e) & O_DIRECT) ? PP_BUF_FLAG_PACKET : PP_BUF_FLAG_CAN_MERGE;
+	left = (size_t)total;
+	chars = left & (pp__page_size - 1);
+
+	ring_lock(c);
+	err = ring_check(sp, &head, &tail);
+	if (err) {
+		ring_unlock(c);
+		return err;
+	}
+	if (!peer_side_open(e)) {
+		ring_unlock(c);
+		return pp__pipe_epipe(f);
+	}
+	was_empty = head == tail;
+	if (chars && !was_empty) {
+		struct sh_slot *s = slot(sp, head - 1);
+		char *at = slot_bytes(sp, s);
+
+		if (!at) {
+			ring_unlock(c);
+			return -EIO;
+		}
+		if ((s->flags & PP_BUF_FLAG_CAN_MERGE) && s->offset + s->len + chars <= pp__page_size) {
+			if (pp__iter_copy_from(&it, at + s->len, chars) < chars) {
+				ring_unlock(c);
+				return -EFAULT;	/* as pipe_write: the merge is all or nothing */
+			}
+			s->len += (uint32_t)chars;
+			ret = (ssize_t)chars;
+			left -= chars;
+		}
+	}
+	while (left) {
+		struct sh_slot *s;
+		uint32_t idx;
+		size_t n;
+		char *page;
+
+		if (gone || !peer_side_open(e)) {
+			int epipe = pp__pipe_epipe(f);	/* SIGPIPE after a part too, as Linux */
+
+			if (!ret)
+				ret = epipe;
+			break;
+		}
+		err = ring_check(sp, &head, &tail);
+		if (err) {
+			if (!ret)
+				ret = err;
+			break;
+		}
+		if (head - tail >= __atomic_load_n(&c->max_usage, __ATOMIC_RELAXED)) {
+			if (end_flags(e) & O_NONBLOCK) {
+				if (!ret)
+					ret = -EAGAIN;
+				break;
+			}
+			ring_unlock(c);
+			if (ret)
+				wake(&c->rd_wait, &c->rd_sleepers);
+			gone = !wait_for(e, has_room, &c->wr_wait, &c->wr_sleepers);
+			ring_lock(c);
+			continue;
+		}
+		err = pp__arena_page_alloc(&sp->arena, &idx);
+		if (err) {
+			if (!ret)
+				ret = err;
+			break;
+		}
+		page = pp__arena_page(&sp->arena, idx);
+		n = min_t(size_t, left, pp__page_size);
+		if (!page || pp__iter_copy_from(&it, page, n) < n) {
+			pp__arena_page_put(&sp->arena, idx);
+			if (!ret)
+				ret = page ? -EFAULT : -EIO;
+			break;
+		}
+		s = slot(sp, head);
+		*s = (struct sh_slot){ .page = idx, .offset = 0, .len = (uint32_t)n, .flags = flags };
+		/* Release: the slot before the head that shows it to glances. */
+		__atomic_store_n(&c->head, head + 1, __ATOMIC_RELEASE);
+		ret += (ssize_t)n;
+		left -= n;
+	}
+	ring_unlock(c);
+	if (ret > 0)
+		wake(&c->rd_wait, &c->rd_sleepers);
+	return ret;
+}
+
+/*
+ * pipe_read(): copy from the tail until the caller's buffer is full, the
+ * pipe is empty after some bytes, or a packet ends; wait only before the
+ * first byte.
+ */
+static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
+{
+	struct sh_end *e = end_of(f);
+	struct sh_pipe *sp = e->sp;
+	struct sh_ctrl *c = ctrl(sp);
+	struct pp_iov_iter it = { iov, iovcnt, 0 };
+	ssize_t total = pp__iov_total(iov, iovcnt), ret = 0;
+	size_t left;
+	bool freed = false, gone = false;
+	int err;
+
+	if (total <= 0)
+		return total;
+	left = (size_t)total;
+	ring_lock(c);
+	for (;;) {
+		uint32_t head, tail;
+
+		err = ring_check(sp, &head, &tail);
+		if (err) {
+			if (!ret)
+				ret = err;
+			break;
+		}
+		if (head != tail) {
+			struct sh_slot *s = slot(sp, tail);
+			char *at = slot_bytes(sp, s);
+			struct iovec src_iov;
+			struct pp_iov_iter src = { &src_iov, 1, 0 };
+			size_t n, got;
+
+			if (!at) {
+				if (!ret)
+					ret = -EIO;
+				break;
+			}
+			n = min_t(size_t, s->len, left);
+			src_iov = (struct iovec){ at, n };
+			got = pp__iter_copy_iter(&it, &src, n);
+			if (got < n) {
+				if (!ret)
+					ret = -EFAULT;
+				break;
+			}
+			ret += (ssize_t)n;
+			left -= n;
+			s->offset += (uint32_t)n;
+			s->len -= (uint32_t)n;
+			if (s->flags & PP_BUF_FLAG_PACKET) {
+				s->len = 0;	/* a short read discards the rest of a packet */
+				left = 0;
+			}
+			if (!s->len) {
+				err = pp__arena_page_put(&sp->arena, s->page);
+				/* Release: the slot is free once tail passes it. */
+				__atomic_store_n(&c->tail, tail + 1, __ATOMIC_RELEASE);
+				freed = true;
+				if (err && !ret)
+					ret = err;
+			}
+			if (!left)
+				break;
+			if (tail + 1 != head || s->len)
+				continue;
+		}
+		if (ret)
+			break;
+		if (gone || !peer_side_open(e))
+			break;		/* EOF */
+		if (end_flags(e) & O_NONBLOCK) {
+			ret = -EAGAIN;
+			break;
+		}
+		ring_unlock(c);
+		/* Gone: EOF, once the loop has taken what was written before. */
+		gone = !wait_for(e, has_data, &c->rd_wait, &c->rd_sleepers);
+		ring_lock(c);
+	}
+	ring_unlock(c);
+	if (freed)
+		wake(&c->wr_wait, &c->wr_sleepers);
+	return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Ends: opening, fork(), exit() and close. */
+
+/* Let go of one end's count and token, and tell everyone.  Under reg_lock. */
+static void end_detach(struct sh_end *e)
+{
+	struct sh_ctrl *c = ctrl(e->sp);
+	uint32_t *n = count_of(c, e->side), v = __atomic_load_n(n, __ATOMIC_RELAXED);
+
+	if (e->token < 0)
+		return;
+	/* A hint a peer scribbled to 0 stays at 0: the tokens have the truth. */
+	while (v && !__atomic_compare_exchange_n(n, &v, v - 1, true, __ATOMIC_SEQ_CST,
+						 __ATOMIC_RELAXED))
+		;
+	close(e->token);
+	e->token = -1;
+	wake_all(c);
+}
+
+static void reg_fork_prepare(void)
+{
+	pthread_mutex_lock(&reg_lock);
+}
+
+static void reg_fork_parent(void)
+{
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/* The child holds copies of every end: count them, as fork() counts fds. */
+static void reg_fork_child(void)
+{
+	for (struct sh_end *e = reg_head; e; e = e->next)
+		if (e->token >= 0)
+			__atomic_fetch_add(count_of(ctrl(e->sp), e->side), 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/* A process that exits holds no end from then on: its peers need not wait to learn it. */
+static void reg_exit(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (struct sh_end *e = reg_head; e; e = e->next)
+		end_detach(e);
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static void reg_init(void)
+{
+	pthread_atfork(reg_fork_prepare, reg_fork_parent, reg_fork_child);
+	atexit(reg_exit);
+}
+
+static int sh_release(struct pp_file *f)
+{
+	struct sh_end *e = end_of(f);
+	struct sh_pipe *sp = e->sp;
+	bool last;
+
+	pthread_mutex_lock(&reg_lock);
+	end_detach(e);
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		reg_head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	last = --sp->ends == 0;
+	pthread_mutex_unlock(&reg_lock);
+	free(e);
+	if (last) {
+		pp__arena_unmap(&sp->arena);
+		free(sp);
+	}
+	return 0;
+}
+
+/*
+ * pipe_poll()'s answer, for pp_poll(), which has no descriptor to sleep on
+ * for a shared end yet and so looks again every 20 ms.
+ */
+static short sh_poll(struct pp_file *f, short events)
+{
+	struct sh_end *e = end_of(f);
+	struct sh_ctrl *c = ctrl(e->sp);
+	short mask = 0;
+
+	if (!e->side) {
+		if (has_data(c))
+			mask |= POLLIN | POLLRDNORM;
+		if (peer_side_gone(e))
+			mask |= POLLHUP;
+	} else {
+		if (has_room(c))
+			mask |= POLLOUT | POLLWRNORM;
+		if (peer_side_gone(e))
+			mask |= POLLERR;
+	}
+	return mask & (events | POLLHUP | POLLERR);
+}
+
+static const struct pp_file_ops sh_read_ops = {
+	.readv		= sh_readv,
+	.poll		= sh_poll,
+	.release	= sh_release,
+	.name		= "pagepipe shared read end",
+};
+
+static const struct pp_file_ops sh_write_ops = {
+	.writev		= sh_writev,
+	.poll		= sh_poll,
+	.release	= sh_release,
+	.name		= "pagepipe shared write end",
+};
+
+int pp__shared_pipe2(struct pp_file *ends[2], int flags)
+{
+	int keep = flags & PP_O_NOSIGPIPE, tok[2] = { -1, -1 }, err;
+	struct sh_end *re = NULL, *we = NULL;
+	struct pp_file *r = NULL, *w = NULL;
+	struct sh_pipe *sp;
+	struct sh_ctrl *c;
+
+	if (flags & O_CLOEXEC)
+		keep |= PP_FD_CLOEXEC_FLAG;
+	pthread_once(&reg_once, reg_init);
+	sp = calloc(1, sizeof(*sp));
+	if (!sp)
+		return -ENOMEM;
+	err = pp__arena_create(&sp->arena, SH_SLOTS, SH_SLOTS);
+	if (err) {
+		free(sp);
+		return err;
+	}
+	re = calloc(1, sizeof(*re));
+	we = calloc(1, sizeof(*we));
+	r = pp__file_alloc(&sh_read_ops, PP_KIND_SHARED, O_RDONLY | keep);
+	w = pp__file_alloc(&sh_write_ops, PP_KIND_SHARED, O_WRONLY | keep);
+	err = !re || !we || !r || !w ? -ENOMEM : pipe2(tok, O_CLOEXEC) ? -errno : 0;
+	if (err) {
+		free(re);
+		free(we);
+		free(r);
+		free(w);
+		pp__arena_unmap(&sp->arena);
+		free(sp);
+		return err;
+	}
+	c = ctrl(sp);
+	c->max_usage = PP_DEF_SLOTS;
+	c->readers = c->writers = 1;
+	c->end_flags[0] = (uint32_t)(flags & O_NONBLOCK);
+	c->end_flags[1] = (uint32_t)(flags & (O_NONBLOCK | O_DIRECT));
+	*re = (struct sh_end){ .sp = sp, .side = 0, .token = tok[0] };
+	*we = (struct sh_end){ .sp = sp, .side = 1, .token = tok[1] };
+	r->private = re;
+	w->private = we;
+	sp->ends = 2;
+	pthread_mutex_lock(&reg_lock);
+	we->next = reg_head;
+	re->next = we;
+	if (reg_head)
+		reg_head->prev = we;
+	we->prev = re;
+	reg_head = re;
+	pthread_mutex_unlock(&reg_lock);
+	ends[0] = r;
+	ends[1] = w;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* fcntl and ioctl on a shared end. */
+
+static int set_size(struct sh_end *e, unsigned long arg)
+{
+	struct sh_pipe *sp = e->sp;
+	struct sh_ctrl *c = ctrl(sp);
+	unsigned long nr = 1;
+	uint32_t head, tail;
+	int err;
+
+	/* round_pipe_size(): a page at least, a power of two of pages. */
+	if (arg > PP_MAX_SIZE)
+		return -EINVAL;
+	while (nr * pp__page_size < arg)
+		nr <<= 1;
+	/* Above pipe-max-size, as the kernel answers an unprivileged caller. */
+	if (nr > SH_SLOTS)
+		return -EPERM;
+	ring_lock(c);
+	err = ring_check(sp, &head, &tail);
+	if (!err && head - tail > nr)
+		err = -EBUSY;
+	if (!err)
+		__atomic_store_n(&c->max_usage, (uint32_t)nr, __ATOMIC_RELAXED);
+	ring_unlock(c);
+	if (err)
+		return err;
+	wake_all(c);
+	return (int)(nr * pp__page_size);
+}
+
+int pp__shared_fcntl(struct pp_file *f, int cmd, unsigned long arg)
+{
+	struct sh_end *e = end_of(f);
+	struct sh_ctrl *c = ctrl(e->sp);
+	uint32_t *fl = &c->end_flags[e->side];
+	int acc = pp__file_flags(f) & O_ACCMODE;
+
+	switch (cmd) {
+	case F_GETFL:
+		return acc | (int)(__atomic_load_n(fl, __ATOMIC_RELAXED) & SH_FLAGS);
+	case F_SETFL:
+		__atomic_store_n(fl, (uint32_t)(arg & SH_FLAGS), __ATOMIC_RELAXED);
+		return 0;
+	case F_GETFD:
+		return pp__file_flags(f) & PP_FD_CLOEXEC_FLAG ? FD_CLOEXEC : 0;
+	case F_SETFD:
+		if (arg & FD_CLOEXEC)
+			atomic_fetch_or(&f->flags, PP_FD_CLOEXEC_FLAG);
+		else
+			atomic_fetch_and(&f->flags, ~PP_FD_CLOEXEC_FLAG);
+		return 0;
+	case F_GETPIPE_SZ:
+		return (int)(__atomic_load_n(&c->max_usage, __ATOMIC_RELAXED) * pp__page_size);
+	case F_SETPIPE_SZ:
+		return set_size(e, arg);
+	default:
+		return -EINVAL;
+	}
+}
+
+/* FIONREAD: the bytes in the ring. */
+int pp__shared_fionread(struct pp_file *f, int *out)
+{
+	struct sh_end *e = end_of(f);
+	struct sh_pipe *sp = e->sp;
+	struct sh_ctrl *c = ctrl(sp);
+	uint32_t head, tail;
+	unsigned int sum = 0;
+	int err;
+
+	ring_lock(c);
+	err = ring_check(sp, &head, &tail);
+	for (uint32_t i = tail; !err && i != head; i++) {
+		const struct sh_slot *s = slot(sp, i);
+
+		if (!slot_bytes(sp, s))
+			err = -EIO;
+		else
+			sum += s->len;
+	}
+	ring_unlock(c);
+	if (err)
+		return err;
+	*out = (int)sum;
+	return 0;
+}
+
+/* FIONBIO sets the flag every copy of the end shares. */
+void pp__shared_set_nonblock(struct pp_file *f, bool on)
+{
+	struct sh_end *e = end_of(f);
+	uint32_t *fl = &ctrl(e->sp)->end_flags[e->side];
+
+	if (on)
+		__atomic_fetch_or(fl, (uint32_t)O_NONBLOCK, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_and(fl, ~(uint32_t)O_NONBLOCK, __ATOMIC_RELAXED);
+}
