@@ -47,6 +47,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <time.h>
@@ -61,7 +62,7 @@
 
 /* In the arena; every field atomic, or under `lock` where it says so. */
 struct sh_ctrl {
-	uint32_t lock;			/* 0 free, 1 held, 2 held and maybe sleepers */
+	uint32_t lock;			/* 0 free, else the holder's pid | LOCK_WAITERS */
 	uint32_t head, tail;		/* free running; stored under lock */
 	uint32_t max_usage;		/* slots a writer may fill; under lock */
 	uint32_t readers, writers;	/* hints: ends open (see above) */
@@ -73,10 +74,19 @@ struct sh_ctrl {
 };
 _Static_assert(sizeof(struct sh_ctrl) <= PP_ARENA_CTRL_SIZE, "ctrl outgrew its room");
 
-/* A slot, under lock.  Empty slots are outside [tail, head). */
+/*
+ * A slot, under lock.  Empty slots are outside [tail, head).  offset and
+ * len change together, in one store of span, so a reader killed between
+ * the two leaves no slot that says more than its page holds.
+ */
 struct sh_slot {
+	union {
+		struct {
+			uint32_t offset, len;
+		};
+		uint64_t span;
+	};
 	uint32_t page;			/* arena page index */
-	uint32_t offset, len;
 	uint32_t flags;			/* PP_BUF_FLAG_CAN_MERGE or PP_BUF_FLAG_PACKET */
 };
 _Static_assert(sizeof(struct sh_slot) <= PP_ARENA_SLOT_SIZE, "slot outgrew its room");
@@ -129,31 +139,103 @@ static long long mono_ns(void)
 }
 
 /* ---------------------------------------------------------------------- */
-/* The ring lock.  A word a peer scribbled on costs waits, never memory. */
+/*
+ * The ring lock.  The word holds the holder's pid, so a waiter that has
+ * waited SH_SLEEP_NS can ask whether the holder still lives, and take the
+ * lock over from a dead one (a SIGKILL in the middle of a call).  What a
+ * dead holder can leave half-done is harmless by construction: a writer
+ * publishes a slot by its store of head and a merge by its store of len,
+ * each after its copy, so a record is whole or absent; a reader moves a
+ * slot's offset and len in one store and tail before it lets its page go.
+ * The worst is a page it held outside the ring, lost to the arena until
+ * the pipe goes.  A word a peer scribbled on costs waits, never memory.
+ * A holder that lives but keeps the lock for LOCK_STUCK_WAITS waits in
+ * a row is taken for a scribble (a peer wrote some live process's pid
+ * there; no call of ours holds the lock across a sleep): the arena is
+ * poisoned, EIO.  So is one that a reused pid makes look alive.
+ */
+#define LOCK_STUCK_WAITS	40	/* of SH_SLEEP_NS: 2 s */
+#define LOCK_WAITERS	0x80000000u
 
-static void ring_lock(struct sh_ctrl *c)
+static uint32_t my_pid(void)
+{
+	return (uint32_t)getpid() & ~LOCK_WAITERS;
+}
+
+/* Gone, or a zombie nobody reaped yet (which can still hold no lock). */
+static bool pid_dead(uint32_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	if (!pid)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static int ring_lock(struct sh_pipe *sp)
 {
 	const struct timespec ts = { 0, SH_SLEEP_NS };
-	uint32_t v = 0;
+	struct sh_ctrl *c = ctrl(sp);
+	uint32_t me = my_pid(), v = 0, last = 0;
+	int stuck = 0;
 
-	if (likely(__atomic_compare_exchange_n(&c->lock, &v, 1, false, __ATOMIC_ACQUIRE,
+	if (unlikely(pp__arena_poisoned(&sp->arena)))
+		return -EIO;	/* its lock word may be anything now */
+	if (likely(__atomic_compare_exchange_n(&c->lock, &v, me, false, __ATOMIC_ACQUIRE,
 					       __ATOMIC_RELAXED)))
-		return;
+		return 0;
 	for (int i = 0; i < 100; i++) {
 		__builtin_ia32_pause();
 		v = 0;
 		if (__atomic_load_n(&c->lock, __ATOMIC_RELAXED) == 0 &&
-		    __atomic_compare_exchange_n(&c->lock, &v, 1, false, __ATOMIC_ACQUIRE,
+		    __atomic_compare_exchange_n(&c->lock, &v, me, false, __ATOMIC_ACQUIRE,
 						__ATOMIC_RELAXED))
-			return;
+			return 0;
 	}
-	while (__atomic_exchange_n(&c->lock, 2, __ATOMIC_ACQUIRE) != 0)
-		futex(&c->lock, FUTEX_WAIT, 2, &ts);
+	for (;;) {
+		v = __atomic_load_n(&c->lock, __ATOMIC_RELAXED);
+		if (!v) {
+			/* Others may sleep too: keep the bit, as lowlevellock does. */
+			if (__atomic_compare_exchange_n(&c->lock, &v, me | LOCK_WAITERS, false,
+							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+				return 0;
+			continue;
+		}
+		if (!(v & LOCK_WAITERS) &&
+		    !__atomic_compare_exchange_n(&c->lock, &v, v | LOCK_WAITERS, false,
+						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			continue;
+		v |= LOCK_WAITERS;
+		if (futex(&c->lock, FUTEX_WAIT, v, &ts) < 0 && errno == ETIMEDOUT) {
+			if (pid_dead(v & ~LOCK_WAITERS) &&
+			    __atomic_compare_exchange_n(&c->lock, &v, me | LOCK_WAITERS, false,
+							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+				return 0;	/* taken over from a dead holder */
+			stuck = v == last ? stuck + 1 : 0;
+			last = v;
+			if (stuck >= LOCK_STUCK_WAITS)
+				return pp__arena_poison(&sp->arena);
+		}
+	}
 }
 
-static void ring_unlock(struct sh_ctrl *c)
+static void ring_unlock(struct sh_pipe *sp)
 {
-	if (__atomic_exchange_n(&c->lock, 0, __ATOMIC_RELEASE) == 2)
+	struct sh_ctrl *c = ctrl(sp);
+
+	if (__atomic_exchange_n(&c->lock, 0, __ATOMIC_RELEASE) & LOCK_WAITERS)
 		futex(&c->lock, FUTEX_WAKE, 1, NULL);
 }
 
@@ -321,14 +403,16 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	left = (size_t)total;
 	chars = left & (pp__page_size - 1);
 
-	ring_lock(c);
+	err = ring_lock(sp);
+	if (err)
+		return err;
 	err = ring_check(sp, &head, &tail);
 	if (err) {
-		ring_unlock(c);
+		ring_unlock(sp);
 		return err;
 	}
 	if (!peer_side_open(e)) {
-		ring_unlock(c);
+		ring_unlock(sp);
 		return pp__pipe_epipe(f);
 	}
 	was_empty = head == tail;
@@ -337,12 +421,12 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		char *at = slot_bytes(sp, s);
 
 		if (!at) {
-			ring_unlock(c);
+			ring_unlock(sp);
 			return -EIO;
 		}
 		if ((s->flags & PP_BUF_FLAG_CAN_MERGE) && s->offset + s->len + chars <= pp__page_size) {
 			if (pp__iter_copy_from(&it, at + s->len, chars) < chars) {
-				ring_unlock(c);
+				ring_unlock(sp);
 				return -EFAULT;	/* as pipe_write: the merge is all or nothing */
 			}
 			s->len += (uint32_t)chars;
@@ -375,11 +459,13 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 					ret = -EAGAIN;
 				break;
 			}
-			ring_unlock(c);
+			ring_unlock(sp);
 			if (ret)
 				wake(&c->rd_wait, &c->rd_sleepers);
 			gone = !wait_for(e, has_room, &c->wr_wait, &c->wr_sleepers);
-			ring_lock(c);
+			err = ring_lock(sp);
+			if (err)
+				return ret ? ret : err;
 			continue;
 		}
 		err = pp__arena_page_alloc(&sp->arena, &idx);
@@ -403,7 +489,7 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		ret += (ssize_t)n;
 		left -= n;
 	}
-	ring_unlock(c);
+	ring_unlock(sp);
 	if (ret > 0)
 		wake(&c->rd_wait, &c->rd_sleepers);
 	return ret;
@@ -428,7 +514,9 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	if (total <= 0)
 		return total;
 	left = (size_t)total;
-	ring_lock(c);
+	err = ring_lock(sp);
+	if (err)
+		return err;
 	for (;;) {
 		uint32_t head, tail;
 
@@ -460,17 +548,24 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 			}
 			ret += (ssize_t)n;
 			left -= n;
-			s->offset += (uint32_t)n;
-			s->len -= (uint32_t)n;
-			if (s->flags & PP_BUF_FLAG_PACKET) {
-				s->len = 0;	/* a short read discards the rest of a packet */
-				left = 0;
+			{
+				struct sh_slot now = *s;
+
+				now.offset += (uint32_t)n;
+				now.len -= (uint32_t)n;
+				if (s->flags & PP_BUF_FLAG_PACKET) {
+					now.len = 0;	/* a short read discards the rest of a packet */
+					left = 0;
+				}
+				s->span = now.span;
 			}
 			if (!s->len) {
-				err = pp__arena_page_put(&sp->arena, s->page);
+				uint32_t page = s->page;
+
 				/* Release: the slot is free once tail passes it. */
 				__atomic_store_n(&c->tail, tail + 1, __ATOMIC_RELEASE);
 				freed = true;
+				err = pp__arena_page_put(&sp->arena, page);
 				if (err && !ret)
 					ret = err;
 			}
@@ -487,12 +582,14 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 			ret = -EAGAIN;
 			break;
 		}
-		ring_unlock(c);
+		ring_unlock(sp);
 		/* Gone: EOF, once the loop has taken what was written before. */
 		gone = !wait_for(e, has_data, &c->rd_wait, &c->rd_sleepers);
-		ring_lock(c);
+		err = ring_lock(sp);
+		if (err)
+			return err;	/* nothing read yet */
 	}
-	ring_unlock(c);
+	ring_unlock(sp);
 	if (freed)
 		wake(&c->wr_wait, &c->wr_sleepers);
 	return ret;
@@ -689,13 +786,15 @@ static int set_size(struct sh_end *e, unsigned long arg)
 	/* Above pipe-max-size, as the kernel answers an unprivileged caller. */
 	if (nr > SH_SLOTS)
 		return -EPERM;
-	ring_lock(c);
+	err = ring_lock(sp);
+	if (err)
+		return err;
 	err = ring_check(sp, &head, &tail);
 	if (!err && head - tail > nr)
 		err = -EBUSY;
 	if (!err)
 		__atomic_store_n(&c->max_usage, (uint32_t)nr, __ATOMIC_RELAXED);
-	ring_unlock(c);
+	ring_unlock(sp);
 	if (err)
 		return err;
 	wake_all(c);
@@ -737,12 +836,13 @@ int pp__shared_fionread(struct pp_file *f, int *out)
 {
 	struct sh_end *e = end_of(f);
 	struct sh_pipe *sp = e->sp;
-	struct sh_ctrl *c = ctrl(sp);
 	uint32_t head, tail;
 	unsigned int sum = 0;
 	int err;
 
-	ring_lock(c);
+	err = ring_lock(sp);
+	if (err)
+		return err;
 	err = ring_check(sp, &head, &tail);
 	for (uint32_t i = tail; !err && i != head; i++) {
 		const struct sh_slot *s = slot(sp, i);
@@ -752,7 +852,7 @@ int pp__shared_fionread(struct pp_file *f, int *out)
 		else
 			sum += s->len;
 	}
-	ring_unlock(c);
+	ring_unlock(sp);
 	if (err)
 		return err;
 	*out = (int)sum;
