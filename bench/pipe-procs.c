@@ -77,11 +77,11 @@
 #define DEF_SECONDS	0.2
 
 /*
- * KERN a kernel pipe, SOCK a socketpair, LIMIT the bare ring (rtt: the
+ * KERN a kernel pipe, SOCK a socketpair, PP a PP_O_SHARED pagepipe, LIMIT the bare ring (rtt: the
  * flags), RING the bare ring where the limit is something else (rtt), ZC
  * vmsplice + splice to /dev/null.
  */
-enum impl { KERN, SOCK, LIMIT, RING, ZC, NIMPL };
+enum impl { KERN, SOCK, PP, LIMIT, RING, ZC, NIMPL };
 
 /*
  * What both processes share, mapped before the reader is forked.  The
@@ -104,6 +104,7 @@ struct shm {
 struct chan {
 	enum impl impl;
 	int rfd, wfd;
+	struct pp_file *pr, *pw;	/* PP */
 	bool shared;			/* rtt socketpair: the fds are the other chan's */
 	struct ring *ring;
 };
@@ -121,6 +122,14 @@ static int chan_open(struct chan *c, enum impl impl, struct shm *s, int idx, enu
 	} else if (impl == SOCK) {
 		if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds))
 			return errno;
+	} else if (impl == PP) {
+		struct pp_file *ends[2];
+
+		if (pp_pipe2(ends, PP_O_SHARED))
+			return errno;
+		c->pr = ends[0];
+		c->pw = ends[1];
+		return 0;
 	} else {
 		c->ring = &s->ring[idx];
 		c->ring->yield = pin == BENCH_PIN_SAME;
@@ -136,6 +145,14 @@ static void chan_keep(struct chan *c, bool writer)
 {
 	if (c->impl == LIMIT || c->impl == RING || c->shared)
 		return;
+	if (c->impl == PP) {
+		pp_close(writer ? c->pr : c->pw);
+		if (writer)
+			c->pr = NULL;
+		else
+			c->pw = NULL;
+		return;
+	}
 	close(writer ? c->rfd : c->wfd);
 	if (writer)
 		c->rfd = -1;
@@ -149,6 +166,8 @@ static ssize_t chan_write(struct chan *c, const void *buf, size_t len)
 		ring_write(c->ring, buf, len);
 		return (ssize_t)len;
 	}
+	if (c->impl == PP)
+		return pp_write(c->pw, buf, len);
 	return write(c->wfd, buf, len);
 }
 
@@ -156,6 +175,8 @@ static ssize_t chan_read(struct chan *c, void *buf, size_t len)
 {
 	if (c->ring)
 		return (ssize_t)ring_read(c->ring, buf, len);
+	if (c->impl == PP)
+		return pp_read(c->pr, buf, len);
 	return read(c->rfd, buf, len);
 }
 
@@ -166,8 +187,19 @@ static void chan_close_write(struct chan *c)
 	else if (c->impl == SOCK)
 		/* In rtt the same socket still reads the other way. */
 		shutdown(c->wfd, SHUT_WR);
+	else if (c->impl == PP)
+		pp_close(c->pw);
 	else
 		close(c->wfd);
+}
+
+/* The reader gives up: a blocked writer must get EPIPE rather than hang. */
+static void chan_close_read(struct chan *c)
+{
+	if (c->impl == PP)
+		pp_close(c->pr);
+	else
+		close(c->rfd);
 }
 
 #include "chan-io.h"
@@ -318,7 +350,7 @@ static void msg_reader(struct job *j, struct bench_res *res)
 	(void)res;
 	if (!buf) {
 		s->err = ENOMEM;
-		close(j->a.rfd);
+		chan_close_read(&j->a);
 		s->t_end = bench_now();
 		return;
 	}
@@ -329,7 +361,7 @@ static void msg_reader(struct job *j, struct bench_res *res)
 		if (n < 0) {
 			/* Close so that a blocked writer gets EPIPE rather than hang. */
 			s->err = (int)-n;
-			close(j->a.rfd);
+			chan_close_read(&j->a);
 			break;
 		}
 		if (!n)
@@ -573,25 +605,33 @@ static void table_msg(enum bench_pin pin, const size_t *sizes, unsigned int nsiz
 {
 	heading("msg: 1 writer process -> 1 reader process, each read one whole message", pin,
 		"MB/s (10^6 B/s); each read asks for one message and loops until it is complete; "
-		"pipe = pipe2(2), socket = AF_UNIX SOCK_STREAM socketpair(2), limit = a bare SPSC "
+		"pipe = pipe2(2), socket = AF_UNIX SOCK_STREAM socketpair(2), pagepipe = "
+		"pp_pipe2(PP_O_SHARED), limit = a bare SPSC "
 		"ring of 64 KiB in shared memory (copy in, copy out, spinning)");
-	printf("| size | pipe MB/s | socket MB/s | limit MB/s | socket/pipe | limit/pipe |\n");
-	printf("|-----:|----------:|------------:|-----------:|------------:|-----------:|\n");
+	printf("| size | pipe MB/s | socket MB/s | pagepipe MB/s | limit MB/s | socket/pipe "
+	       "| pp/pipe | pp/limit | limit/pipe |\n");
+	printf("|-----:|----------:|------------:|--------------:|-----------:|------------:"
+	       "|--------:|---------:|-----------:|\n");
 	for (unsigned int s = 0; s < nsizes; s++) {
 		struct job jobs[NIMPL] = {
 			[KERN] = job(KERN, sizes[s], pin, msg_writer, msg_reader),
 			[SOCK] = job(SOCK, sizes[s], pin, msg_writer, msg_reader),
+			[PP] = job(PP, sizes[s], pin, msg_writer, msg_reader),
 			[LIMIT] = job(LIMIT, sizes[s], pin, msg_writer, msg_reader),
 		};
 		struct bench_cell c[NIMPL];
-		char a[32], b[32], d[32], e[32], f[32], g[32];
+		char a[32], b[32], d[32], e[32], f[32], g[32], h[32], k[32], l[32];
 
 		run_row(jobs, c, false);
-		printf("| %s | %s | %s | %s | %s | %s |\n", bench_fmt_size(a, sizeof(a), sizes[s]),
+		printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		       bench_fmt_size(a, sizeof(a), sizes[s]),
 		       bench_fmt_cell(b, sizeof(b), &c[KERN], "%.1f"),
 		       bench_fmt_cell(d, sizeof(d), &c[SOCK], "%.1f"),
+		       bench_fmt_cell(h, sizeof(h), &c[PP], "%.1f"),
 		       bench_fmt_cell(e, sizeof(e), &c[LIMIT], "%.1f"),
 		       bench_fmt_cell_ratio(f, sizeof(f), &c[SOCK], &c[KERN]),
+		       bench_fmt_cell_ratio(k, sizeof(k), &c[PP], &c[KERN]),
+		       bench_fmt_cell_ratio(l, sizeof(l), &c[PP], &c[LIMIT]),
 		       bench_fmt_cell_ratio(g, sizeof(g), &c[LIMIT], &c[KERN]));
 		fflush(stdout);
 	}
@@ -628,31 +668,35 @@ static void table_rtt(enum bench_pin pin)
 	struct job jobs[NIMPL] = {
 		[KERN] = job(KERN, RTT_SIZE, pin, rtt_ping, rtt_pong),
 		[SOCK] = job(SOCK, RTT_SIZE, pin, rtt_ping, rtt_pong),
+		[PP] = job(PP, RTT_SIZE, pin, rtt_ping, rtt_pong),
 		[LIMIT] = job(LIMIT, RTT_SIZE, pin, rtt_ping, rtt_pong),
 		[RING] = job(RING, RTT_SIZE, pin, rtt_ping, rtt_pong),
 	};
 	struct bench_cell c[NIMPL];
-	char a[32], b[32], d[32], e[32], f[32], g[32], h[32];
+	char a[32], b[32], d[32], e[32], f[32], g[32], h[32], k[32], l[32], m[32];
 
 	for (int i = 0; i < NIMPL; i++)
 		jobs[i].rtt = true;
 	heading("rtt: 64 B round trip between two processes (ping-pong)", pin,
 		"ns per round trip, lower is better; pipes = two kernel pipes, socket = one "
-		"socketpair both ways, rings = two bare SPSC rings in shared memory (what any ring "
+		"socketpair both ways, pagepipes = two PP_O_SHARED pagepipes, rings = two bare SPSC rings in shared memory (what any ring "
 		"that copies in and out pays), flags = two spinning flags in shared memory, no "
 		"data: the limit");
 	run_row(jobs, c, true);
-	printf("| size | pipes ns | socket ns | rings ns | flags ns | pipes/flags | socket/flags "
-	       "| rings/flags |\n");
-	printf("|-----:|---------:|----------:|---------:|---------:|------------:|-------------:"
-	       "|------------:|\n");
-	printf("| 64 | %s | %s | %s | %s | %s | %s | %s |\n",
+	printf("| size | pipes ns | socket ns | pagepipes ns | rings ns | flags ns | pipes/flags "
+	       "| socket/flags | pp/flags | pp/pipes | rings/flags |\n");
+	printf("|-----:|---------:|----------:|-------------:|---------:|---------:|------------:"
+	       "|-------------:|---------:|---------:|------------:|\n");
+	printf("| 64 | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 	       bench_fmt_cell(a, sizeof(a), &c[KERN], "%.0f"),
 	       bench_fmt_cell(b, sizeof(b), &c[SOCK], "%.0f"),
+	       bench_fmt_cell(k, sizeof(k), &c[PP], "%.0f"),
 	       bench_fmt_cell(d, sizeof(d), &c[RING], "%.0f"),
 	       bench_fmt_cell(e, sizeof(e), &c[LIMIT], "%.0f"),
 	       bench_fmt_cell_ratio(f, sizeof(f), &c[KERN], &c[LIMIT]),
 	       bench_fmt_cell_ratio(g, sizeof(g), &c[SOCK], &c[LIMIT]),
+	       bench_fmt_cell_ratio(l, sizeof(l), &c[PP], &c[LIMIT]),
+	       bench_fmt_cell_ratio(m, sizeof(m), &c[PP], &c[KERN]),
 	       bench_fmt_cell_ratio(h, sizeof(h), &c[RING], &c[LIMIT]));
 	fflush(stdout);
 }
@@ -723,8 +767,8 @@ int main(int argc, char **argv)
 		close(fds[1]);
 	}
 
-	printf("\n## pipe-procs: two processes, kernel pipe vs socketpair vs limit "
-	       "(the pagepipe column comes with issue 13)\n\n");
+	printf("\n## pipe-procs: two processes, kernel pipe vs socketpair vs shared pagepipe "
+	       "vs limit\n\n");
 	printf("capacity: kernel pipe %d B, socketpair SO_SNDBUF %d B / SO_RCVBUF %d B, limit ring "
 	       "%d B; PP_BENCH_RUNS=%u, PP_BENCH_SECONDS=%.2f per run%s\n", ksz, snd, rcv, RING_CAP,
 	       runs, secs, bench_quick() ? " (PP_BENCH_QUICK: a smoke run, not a measurement)" : "");

@@ -83,6 +83,16 @@ struct pp_pollfd {
 #define PP_O_SHARED		0x20000000
 
 int      pp_pipe2(struct pp_file *ends[2], int flags);
+/*
+ * A PP_O_SHARED end for another process: pp_export() gives two new
+ * descriptors (close-on-exec clear), the pipe's arena and the end's token,
+ * to inherit across exec or send over a Unix socket (SCM_RIGHTS) together;
+ * pp_import() there (flags: O_CLOEXEC, PP_O_NOSIGPIPE) opens a copy of the
+ * end from them, as a passed pipe descriptor would be, and leaves the two
+ * descriptors to the caller to close.  pp_export(3).
+ */
+int      pp_export(struct pp_file *end, int fds[2]);
+struct pp_file *pp_import(const int fds[2], int flags);
 struct pp_file *pp_fdopen(int fd);
 int      pp_close(struct pp_file *f);
 ssize_t  pp_read(struct pp_file *f, void *buf, size_t count);

@@ -53,20 +53,30 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/futex.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #define SH_SLOTS	256u		/* the arena's slots and pages: 1 MiB, pipe-max-size */
 #define SH_SLEEP_NS	50000000L	/* a sleep re-checks the tokens this often */
 #define SH_SPIN_NS	20000LL		/* before sleeping, when a peer may be running */
+#define SH_YIELD_NS	200000LL	/* yielding to a peer on our CPU, before sleeping */
 #define SH_FLAGS	(O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_ASYNC)	/* setfl() */
 
 /* In the arena; every field atomic, or under `lock` where it says so. */
+/*
+ * Lines apart: a waiter spins on head or tail alone, and the lock's owner
+ * does not pull the line the other side is watching at every step.
+ */
 struct sh_ctrl {
 	uint32_t lock;			/* 0 free, else the holder's pid | LOCK_WAITERS */
-	uint32_t head, tail;		/* free running; stored under lock */
-	uint32_t max_usage;		/* slots a writer may fill; under lock */
+	uint32_t spare;			/* a free page kept for the next write, index + 1; under lock */
+	_Alignas(64) uint32_t head;	/* free running; stored under lock */
+	_Alignas(64) uint32_t tail;	/* likewise */
+	_Alignas(64) uint32_t max_usage;	/* slots a writer may fill; under lock */
 	uint32_t readers, writers;	/* hints: ends open (see above) */
 	uint32_t end_flags[2];		/* F_SETFL flags of the read and the write end */
+	int32_t cpu[2];			/* where each side last ran: wait_for spins or yields */
+	uint64_t token_ino;		/* the token pipe's inode: pp_import() checks the token */
 	_Alignas(64) uint32_t rd_wait;
 	uint32_t rd_sleepers;
 	_Alignas(64) uint32_t wr_wait;
@@ -182,6 +192,15 @@ static bool pid_dead(uint32_t pid)
 	buf[n] = 0;
 	p = strrchr(buf, ')');
 	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* Where this process runs: stored only when it changed, so the peer's copy stays valid. */
+static void note_cpu(struct sh_ctrl *c, int side)
+{
+	int cpu = sched_getcpu();
+
+	if (__atomic_load_n(&c->cpu[side], __ATOMIC_RELAXED) != cpu)
+		__atomic_store_n(&c->cpu[side], cpu, __ATOMIC_RELAXED);
 }
 
 static int ring_lock(struct sh_pipe *sp)
@@ -309,10 +328,13 @@ static bool wait_for(struct sh_end *e, bool (*ready)(struct sh_ctrl *), uint32_t
 	const struct timespec ts = { 0, SH_SLEEP_NS };
 	long long deadline = mono_ns() + SH_SPIN_NS;
 	static int ncpu;
+	int peer;
 
 	if (!__atomic_load_n(&ncpu, __ATOMIC_RELAXED))
 		__atomic_store_n(&ncpu, (int)sysconf(_SC_NPROCESSORS_ONLN), __ATOMIC_RELAXED);
-	if (__atomic_load_n(&ncpu, __ATOMIC_RELAXED) > 1) {
+	note_cpu(c, e->side);
+	peer = __atomic_load_n(&c->cpu[!e->side], __ATOMIC_RELAXED);
+	if (__atomic_load_n(&ncpu, __ATOMIC_RELAXED) > 1 && peer != sched_getcpu()) {
 		do {
 			for (int i = 0; i < 64; i++) {
 				if (ready(c))
@@ -323,7 +345,14 @@ static bool wait_for(struct sh_end *e, bool (*ready)(struct sh_ctrl *), uint32_t
 			}
 		} while (mono_ns() < deadline);
 	} else {
-		sched_yield();
+		/* The peer needs this CPU to make progress: give it, a while. */
+		do {
+			sched_yield();
+			if (ready(c))
+				return true;
+			if (!__atomic_load_n(count_of(c, !e->side), __ATOMIC_RELAXED))
+				goto sleep;
+		} while (mono_ns() < deadline + SH_YIELD_NS);
 	}
 sleep:
 	for (;;) {
@@ -382,6 +411,35 @@ static struct sh_end *end_of(const struct pp_file *f)
 }
 
 /*
+ * Pages, under the lock.  As Linux's pipe->tmp_page: the page a read
+ * empties is kept for the next write, so message traffic does not go
+ * through the arena's free list (two more lines both processes write).
+ */
+static int page_take(struct sh_pipe *sp, uint32_t *idx)
+{
+	struct sh_ctrl *c = ctrl(sp);
+	uint32_t spare = c->spare;
+
+	if (!spare)
+		return pp__arena_page_alloc(&sp->arena, idx);
+	c->spare = 0;
+	if (spare - 1 >= sp->arena.lay.npages)
+		return pp__arena_poison(&sp->arena);
+	*idx = spare - 1;
+	return 0;
+}
+
+static int page_give(struct sh_pipe *sp, uint32_t idx)
+{
+	struct sh_ctrl *c = ctrl(sp);
+
+	if (c->spare || idx >= sp->arena.lay.npages)
+		return pp__arena_page_put(&sp->arena, idx);
+	c->spare = idx + 1;
+	return 0;
+}
+
+/*
  * pipe_write(): the sub-page head of the write merges into the last
  * buffer when it may take all of it, then whole pages, a slot each.
  */
@@ -403,6 +461,7 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	left = (size_t)total;
 	chars = left & (pp__page_size - 1);
 
+	note_cpu(c, e->side);
 	err = ring_lock(sp);
 	if (err)
 		return err;
@@ -468,7 +527,7 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 				return ret ? ret : err;
 			continue;
 		}
-		err = pp__arena_page_alloc(&sp->arena, &idx);
+		err = page_take(sp, &idx);
 		if (err) {
 			if (!ret)
 				ret = err;
@@ -514,6 +573,7 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	if (total <= 0)
 		return total;
 	left = (size_t)total;
+	note_cpu(c, e->side);
 	err = ring_lock(sp);
 	if (err)
 		return err;
@@ -565,7 +625,7 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 				/* Release: the slot is free once tail passes it. */
 				__atomic_store_n(&c->tail, tail + 1, __ATOMIC_RELEASE);
 				freed = true;
-				err = pp__arena_page_put(&sp->arena, page);
+				err = page_give(sp, page);
 				if (err && !ret)
 					ret = err;
 			}
@@ -647,6 +707,17 @@ static void reg_init(void)
 {
 	pthread_atfork(reg_fork_prepare, reg_fork_parent, reg_fork_child);
 	atexit(reg_exit);
+}
+
+/* Under reg_lock: the end counts among this process's, and its pipe's. */
+static void reg_add(struct sh_end *e)
+{
+	e->prev = NULL;
+	e->next = reg_head;
+	if (reg_head)
+		reg_head->prev = e;
+	reg_head = e;
+	e->sp->ends++;
 }
 
 static int sh_release(struct pp_file *f)
@@ -746,6 +817,12 @@ int pp__shared_pipe2(struct pp_file *ends[2], int flags)
 	}
 	c = ctrl(sp);
 	c->max_usage = PP_DEF_SLOTS;
+	c->cpu[0] = c->cpu[1] = -1;
+	{
+		struct stat st;
+
+		c->token_ino = fstat(tok[0], &st) ? 0 : (uint64_t)st.st_ino;
+	}
 	c->readers = c->writers = 1;
 	c->end_flags[0] = (uint32_t)(flags & O_NONBLOCK);
 	c->end_flags[1] = (uint32_t)(flags & (O_NONBLOCK | O_DIRECT));
@@ -753,18 +830,133 @@ int pp__shared_pipe2(struct pp_file *ends[2], int flags)
 	*we = (struct sh_end){ .sp = sp, .side = 1, .token = tok[1] };
 	r->private = re;
 	w->private = we;
-	sp->ends = 2;
 	pthread_mutex_lock(&reg_lock);
-	we->next = reg_head;
-	re->next = we;
-	if (reg_head)
-		reg_head->prev = we;
-	we->prev = re;
-	reg_head = re;
+	reg_add(re);
+	reg_add(we);
 	pthread_mutex_unlock(&reg_lock);
 	ends[0] = r;
 	ends[1] = w;
 	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/*
+ * Export and import: an end as two descriptors, the arena's and the
+ * end's token, which another process can inherit across exec or receive
+ * over a Unix socket (SCM_RIGHTS) and import: then it holds a copy of the
+ * end, as if a pipe's descriptor had been passed.  While the descriptors
+ * are open the end counts as open (they hold a token), as a pipe's
+ * descriptor in flight does.
+ */
+PP_EXPORT int pp_export(struct pp_file *end, int fds[2])
+{
+	struct sh_end *e;
+	int a, t;
+
+	if (!end)
+		return (int)pp__ret(-EBADF);
+	if (!pp__is_shared(end))
+		return (int)pp__ret(-EINVAL);
+	if (!fds)
+		return (int)pp__ret(-EFAULT);
+	pp__file_get(end);
+	e = end_of(end);
+	a = fcntl(e->sp->arena.fd, F_DUPFD, 0);
+	t = a < 0 || e->token < 0 ? -1 : fcntl(e->token, F_DUPFD, 0);
+	if (t < 0) {
+		int err = e->token < 0 && a >= 0 ? -EBADF : -errno;
+
+		if (a >= 0)
+			close(a);
+		pp__file_put(end);
+		return (int)pp__ret(err);
+	}
+	pp__file_put(end);
+	fds[0] = a;
+	fds[1] = t;
+	return 0;
+}
+
+static struct pp_file *do_import(const int fds[2], int flags, int *err)
+{
+	struct sh_pipe *sp;
+	struct sh_end *e;
+	struct pp_file *f;
+	struct stat st;
+	int acc, side, tok;
+
+	if (flags & ~(O_CLOEXEC | PP_O_NOSIGPIPE)) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	if (fds[1] < 0 || fstat(fds[1], &st) || (acc = fcntl(fds[1], F_GETFL)) < 0) {
+		*err = -EBADF;
+		return NULL;
+	}
+	if (!S_ISFIFO(st.st_mode) || ((acc & O_ACCMODE) != O_RDONLY && (acc & O_ACCMODE) != O_WRONLY)) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	side = (acc & O_ACCMODE) == O_WRONLY;
+	pthread_once(&reg_once, reg_init);
+	sp = calloc(1, sizeof(*sp));
+	if (!sp) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	*err = pp__arena_map(&sp->arena, fds[0]);
+	if (*err) {
+		free(sp);
+		return NULL;
+	}
+	/* The token must be this pipe's: its inode is in the arena. */
+	if (sp->arena.lay.nslots != SH_SLOTS ||
+	    __atomic_load_n(&ctrl(sp)->token_ino, __ATOMIC_RELAXED) != (uint64_t)st.st_ino) {
+		*err = -EINVAL;
+		goto fail;
+	}
+	tok = fcntl(fds[1], F_DUPFD_CLOEXEC, 0);
+	if (tok < 0) {
+		*err = -errno;
+		goto fail;
+	}
+	e = calloc(1, sizeof(*e));
+	f = pp__file_alloc(side ? &sh_write_ops : &sh_read_ops, PP_KIND_SHARED,
+			   (side ? O_WRONLY : O_RDONLY) | (flags & PP_O_NOSIGPIPE) |
+				   (flags & O_CLOEXEC ? PP_FD_CLOEXEC_FLAG : 0));
+	if (!e || !f) {
+		free(e);
+		free(f);
+		close(tok);
+		*err = -ENOMEM;
+		goto fail;
+	}
+	*e = (struct sh_end){ .sp = sp, .side = side, .token = tok };
+	f->private = e;
+	__atomic_fetch_add(count_of(ctrl(sp), side), 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&reg_lock);
+	reg_add(e);
+	pthread_mutex_unlock(&reg_lock);
+	return f;
+fail:
+	pp__arena_unmap(&sp->arena);
+	free(sp);
+	return NULL;
+}
+
+PP_EXPORT struct pp_file *pp_import(const int fds[2], int flags)
+{
+	struct pp_file *f;
+	int err;
+
+	if (!fds) {
+		errno = EFAULT;
+		return NULL;
+	}
+	f = do_import(fds, flags, &err);
+	if (!f)
+		errno = -err;
+	return f;
 }
 
 /* ---------------------------------------------------------------------- */
