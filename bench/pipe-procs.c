@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * pipe-procs.c - two processes talking: the kernel's ways and the limit
- * row, the baseline that pagepipes shared between processes (issue 13,
- * PP_O_SHARED) will be judged against.  A pagepipe column arrives with
- * issue 13; for now the tables hold only kernel paths and the limit.
+ * pipe-procs.c - two processes talking: the kernel's ways, a pagepipe
+ * shared between them (pp_pipe2(PP_O_SHARED), forked with the process)
+ * and the limit row.  zc has no pagepipe column yet: shared pipes take no
+ * zero-copy calls so far.
  *
  * Every run forks a writer (pinger) and a reader (ponger), two processes
  * made with fork(), pinned to different CPUs (split) and to one CPU
@@ -15,7 +15,8 @@
  *         whole message is in (as pipe-threads' msg).  Columns: a kernel
  *         pipe (pipe2, its default 64 KiB capacity); an AF_UNIX
  *         SOCK_STREAM socketpair with its default buffers, the peer a user
- *         would pick instead of a pipe between two processes; and the
+ *         would pick instead of a pipe between two processes; a shared
+ *         pagepipe (64 KiB, 16 slots, as the kernel's); and the
  *         limit, a bare lock-free SPSC byte ring of 64 KiB (ring.h, the
  *         same as pipe-threads' limit row) in MAP_SHARED|MAP_ANONYMOUS
  *         memory mapped before fork(): copy in, copy out, a spinning

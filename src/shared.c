@@ -38,9 +38,7 @@
  * so one of the two sees the other.
  *
  * Not yet here (the order of work in docs/shared-pipes.md): a lock-free
- * hot path, robust locks (a process killed while it holds the ring lock
- * stops its peers), splice, tee, vmsplice, the zero-copy calls, poll and
- * event fds, export and import.
+ * hot path, splice, tee, vmsplice, the zero-copy calls, event fds.
  */
 #include "internal.h"
 #include "arena.h"
