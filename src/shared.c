@@ -5,10 +5,11 @@
  *
  * The ring's control, its slots and its pages live in a shared arena
  * (arena.c), a sealed memfd that fork() leaves mapped in the child, so
- * parent and child hold the ends of one pipe.  One lock guards the ring,
- * as Linux's pipe->mutex does: a futex word in the arena, without
- * FUTEX_PRIVATE_FLAG so that it works between processes.  Copies in and out
- * happen under it, as in pipe_read() and pipe_write().  Nothing the arena
+ * parent and child hold the ends of one pipe.  Writers take one lock and
+ * readers another, futex words in the arena without FUTEX_PRIVATE_FLAG,
+ * and a writer and a reader go on at once, through head, tail and each
+ * slot's merge word (the ring, below), as pipe.c's do between threads.
+ * Nothing the arena
  * holds is a pointer: slots name pages by index, and every index, offset
  * and length read from it is checked before use (a peer may scribble on
  * the arena; the pipe then fails with EIO, this process's memory is never
@@ -37,8 +38,8 @@
  * increment of that count before its look at the ring; both are seq_cst,
  * so one of the two sees the other.
  *
- * Not yet here (the order of work in docs/shared-pipes.md): a lock-free
- * hot path, splice, tee, vmsplice, the zero-copy calls, event fds.
+ * Not yet here (the order of work in docs/shared-pipes.md): the SLOT_DRAINED
+ * reuse of pipe.c, splice, tee, vmsplice, the zero-copy calls, event fds.
  */
 #include "internal.h"
 #include "arena.h"
@@ -60,17 +61,18 @@
 #define SH_YIELD_NS	200000LL	/* yielding to a peer on our CPU, before sleeping */
 #define SH_FLAGS	(O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_ASYNC)	/* setfl() */
 
-/* In the arena; every field atomic, or under `lock` where it says so. */
 /*
- * Lines apart: a waiter spins on head or tail alone, and the lock's owner
- * does not pull the line the other side is watching at every step.
+ * In the arena; every field atomic.  Lines apart, as pipe.h lays out
+ * struct pp_pipe: each side's lock and index are its own, and a waiter
+ * spins on the other side's index alone.
  */
 struct sh_ctrl {
-	uint32_t lock;			/* 0 free, else the holder's pid | LOCK_WAITERS */
-	uint32_t spare;			/* a free page kept for the next write, index + 1; under lock */
-	_Alignas(64) uint32_t head;	/* free running; stored under lock */
-	_Alignas(64) uint32_t tail;	/* likewise */
-	_Alignas(64) uint32_t max_usage;	/* slots a writer may fill; under lock */
+	uint32_t wr_lock;		/* 0 free, else the holder's pid | LOCK_WAITERS */
+	_Alignas(64) uint32_t rd_lock;	/* likewise */
+	_Alignas(64) uint32_t head;	/* free running; release store under wr_lock */
+	_Alignas(64) uint32_t tail;	/* free running; release store under rd_lock */
+	_Alignas(64) uint32_t spare;	/* a free page kept for the next write, index + 1 */
+	_Alignas(64) uint32_t max_usage;	/* slots a writer may fill; changed under both locks */
 	uint32_t readers, writers;	/* hints: ends open (see above) */
 	uint32_t end_flags[2];		/* F_SETFL flags of the read and the write end */
 	int32_t cpu[2];			/* where each side last ran: wait_for spins or yields */
@@ -83,17 +85,14 @@ struct sh_ctrl {
 _Static_assert(sizeof(struct sh_ctrl) <= PP_ARENA_CTRL_SIZE, "ctrl outgrew its room");
 
 /*
- * A slot, under lock.  Empty slots are outside [tail, head).  offset and
- * len change together, in one store of span, so a reader killed between
- * the two leaves no slot that says more than its page holds.
+ * A slot: its bytes are [offset, end) of its page.  Filled by the writer
+ * before head shows it; after that end is the merge word (below), offset
+ * the reader's.  One word each, so a process killed between two stores
+ * leaves no slot that says more than its page holds.
  */
 struct sh_slot {
-	union {
-		struct {
-			uint32_t offset, len;
-		};
-		uint64_t span;
-	};
+	uint32_t end;			/* atomic: end of the bytes | SLOT_SEALED | SLOT_WRITING */
+	uint32_t offset;		/* the reader's; under rd_lock */
 	uint32_t page;			/* arena page index */
 	uint32_t flags;			/* PP_BUF_FLAG_CAN_MERGE or PP_BUF_FLAG_PACKET */
 };
@@ -145,29 +144,33 @@ static long long mono_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
-
 /* ---------------------------------------------------------------------- */
 /*
- * The ring lock.  The word holds the holder's pid, so a waiter that has
+ * The side locks, wr_lock and rd_lock (pipe.h's wr_mutex and rd_mutex,
+ * between processes): writers take one, readers the other, and a writer
+ * and a reader go on at once, meeting only in the words the ring protocol
+ * below names.  The word holds the holder's pid, so a waiter that has
  * waited SH_SLEEP_NS can ask whether the holder still lives, and take the
- * lock over from a dead one (a SIGKILL in the middle of a call).  What a
- * dead holder can leave half-done is harmless by construction: a writer
- * publishes a slot by its store of head and a merge by its store of len,
- * each after its copy, so a record is whole or absent; a reader moves a
- * slot's offset and len in one store and tail before it lets its page go.
- * The worst is a page it held outside the ring, lost to the arena until
- * the pipe goes.  A word a peer scribbled on costs waits, never memory.
- * A holder that lives but keeps the lock for LOCK_STUCK_WAITS waits in
- * a row is taken for a scribble (a peer wrote some live process's pid
- * there; no call of ours holds the lock across a sleep): the arena is
- * poisoned, EIO.  So is one that a reused pid makes look alive.
+ * lock over from a dead one (a SIGKILL in the middle of a call), after
+ * repairing what it may have left half-done (repair_writer).  A holder
+ * that lives but keeps the lock for LOCK_STUCK_WAITS waits in a row is
+ * taken for a scribble (a peer wrote some live process's pid there; no
+ * call of ours holds a side lock across a sleep): the arena is poisoned,
+ * EIO.  So is one that a reused pid makes look alive.
  */
 #define LOCK_STUCK_WAITS	40	/* of SH_SLEEP_NS: 2 s */
 #define LOCK_WAITERS	0x80000000u
 
+/*
+ * getpid() is a system call (glibc keeps no cache since 2.25): ours is
+ * kept here, set when the first shared pipe is made and in every child
+ * fork() makes (reg_fork_child).
+ */
+static uint32_t cached_pid;
+
 static uint32_t my_pid(void)
 {
-	return (uint32_t)getpid() & ~LOCK_WAITERS;
+	return __atomic_load_n(&cached_pid, __ATOMIC_RELAXED);
 }
 
 /* Gone, or a zombie nobody reaped yet (which can still hold no lock). */
@@ -201,45 +204,65 @@ static void note_cpu(struct sh_ctrl *c, int side)
 		__atomic_store_n(&c->cpu[side], cpu, __ATOMIC_RELAXED);
 }
 
-static int ring_lock(struct sh_pipe *sp)
+/*
+ * A writer that died between its claim of the last slot (SLOT_WRITING)
+ * and the store that ends it left the claim behind: undo it.  Its bytes
+ * past the old end were never shown.  With wr_lock held, so no live
+ * writer is inside a merge.
+ */
+static void repair_writer(struct sh_pipe *sp)
+{
+	struct sh_ctrl *c = ctrl(sp);
+	struct sh_slot *s = slot(sp, __atomic_load_n(&c->head, __ATOMIC_RELAXED) - 1);
+	uint32_t e = __atomic_load_n(&s->end, __ATOMIC_RELAXED);
+
+	if (e & SLOT_WRITING)
+		__atomic_compare_exchange_n(&s->end, &e, e & ~SLOT_WRITING, false,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+static int side_lock(struct sh_pipe *sp, uint32_t *lock)
 {
 	const struct timespec ts = { 0, SH_SLEEP_NS };
-	struct sh_ctrl *c = ctrl(sp);
 	uint32_t me = my_pid(), v = 0, last = 0;
 	int stuck = 0;
 
 	if (unlikely(pp__arena_poisoned(&sp->arena)))
-		return -EIO;	/* its lock word may be anything now */
-	if (likely(__atomic_compare_exchange_n(&c->lock, &v, me, false, __ATOMIC_ACQUIRE,
+		return -EIO;	/* its lock words may be anything now */
+	if (likely(__atomic_compare_exchange_n(lock, &v, me, false, __ATOMIC_ACQUIRE,
 					       __ATOMIC_RELAXED)))
 		return 0;
 	for (int i = 0; i < 100; i++) {
 		__builtin_ia32_pause();
 		v = 0;
-		if (__atomic_load_n(&c->lock, __ATOMIC_RELAXED) == 0 &&
-		    __atomic_compare_exchange_n(&c->lock, &v, me, false, __ATOMIC_ACQUIRE,
+		if (__atomic_load_n(lock, __ATOMIC_RELAXED) == 0 &&
+		    __atomic_compare_exchange_n(lock, &v, me, false, __ATOMIC_ACQUIRE,
 						__ATOMIC_RELAXED))
 			return 0;
 	}
 	for (;;) {
-		v = __atomic_load_n(&c->lock, __ATOMIC_RELAXED);
+		v = __atomic_load_n(lock, __ATOMIC_RELAXED);
 		if (!v) {
 			/* Others may sleep too: keep the bit, as lowlevellock does. */
-			if (__atomic_compare_exchange_n(&c->lock, &v, me | LOCK_WAITERS, false,
+			if (__atomic_compare_exchange_n(lock, &v, me | LOCK_WAITERS, false,
 							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 				return 0;
 			continue;
 		}
 		if (!(v & LOCK_WAITERS) &&
-		    !__atomic_compare_exchange_n(&c->lock, &v, v | LOCK_WAITERS, false,
+		    !__atomic_compare_exchange_n(lock, &v, v | LOCK_WAITERS, false,
 						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			continue;
 		v |= LOCK_WAITERS;
-		if (futex(&c->lock, FUTEX_WAIT, v, &ts) < 0 && errno == ETIMEDOUT) {
+		if (futex(lock, FUTEX_WAIT, v, &ts) < 0 && errno == ETIMEDOUT) {
 			if (pid_dead(v & ~LOCK_WAITERS) &&
-			    __atomic_compare_exchange_n(&c->lock, &v, me | LOCK_WAITERS, false,
-							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-				return 0;	/* taken over from a dead holder */
+			    __atomic_compare_exchange_n(lock, &v, me | LOCK_WAITERS, false,
+							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+				/* Taken over from a dead holder. */
+				if (lock == &ctrl(sp)->wr_lock)
+					repair_writer(sp);
+				return 0;
+			}
 			stuck = v == last ? stuck + 1 : 0;
 			last = v;
 			if (stuck >= LOCK_STUCK_WAITS)
@@ -248,12 +271,10 @@ static int ring_lock(struct sh_pipe *sp)
 	}
 }
 
-static void ring_unlock(struct sh_pipe *sp)
+static void side_unlock(uint32_t *lock)
 {
-	struct sh_ctrl *c = ctrl(sp);
-
-	if (__atomic_exchange_n(&c->lock, 0, __ATOMIC_RELEASE) & LOCK_WAITERS)
-		futex(&c->lock, FUTEX_WAKE, 1, NULL);
+	if (__atomic_exchange_n(lock, 0, __ATOMIC_RELEASE) & LOCK_WAITERS)
+		futex(lock, FUTEX_WAKE, 1, NULL);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -369,34 +390,36 @@ sleep:
 }
 
 /* ---------------------------------------------------------------------- */
-/* The ring, under the lock.  Every word from the arena is checked. */
-
-static int ring_check(struct sh_pipe *sp, uint32_t *head, uint32_t *tail)
-{
-	struct sh_ctrl *c = ctrl(sp);
-	uint32_t max = __atomic_load_n(&c->max_usage, __ATOMIC_RELAXED);
-
-	if (pp__arena_poisoned(&sp->arena))
-		return -EIO;
-	*head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
-	*tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
-	if (*head - *tail > SH_SLOTS || !max || max > SH_SLOTS)
-		return pp__arena_poison(&sp->arena);
-	return 0;
-}
-
-/* The page of a slot and its bytes' place in it, or NULL (poisoned). */
-static char *slot_bytes(struct sh_pipe *sp, const struct sh_slot *s)
-{
-	char *page;
-
-	if (s->offset > pp__page_size || s->len > pp__page_size - s->offset) {
-		pp__arena_poison(&sp->arena);
-		return NULL;
-	}
-	page = pp__arena_page(&sp->arena, s->page);
-	return page ? page + s->offset : NULL;
-}
+/*
+ * The ring.  Slots in [tail, head) hold data; head moves only under
+ * wr_lock, tail only under rd_lock, so each side reads its own index
+ * plainly and the other's with acquire, and publishes its own with
+ * release:
+ *
+ *   writer: fill slot[head] (end, offset, page, flags) and its page
+ *           store head + 1 (release)      -- reader: load head (acquire)
+ *   reader: copy out, move offset, seal (below)
+ *           store tail + 1 (release)      -- writer: load tail (acquire)
+ *           and only then give the page back
+ *
+ * Merges: a writer may append to the last slot, slot[head - 1], while a
+ * reader reads it, through the slot's end word (pipe.h's merge word, with
+ * no DRAINED: a slot emptied is retired at once, as Linux frees an
+ * emptied buffer):
+ *
+ *   writer: CAS end -> end | SLOT_WRITING    (acquire; fails if sealed)
+ *           copy the bytes after end
+ *           store new end                     (release: the bytes before it)
+ *   reader: load end (acquire): len = end - offset
+ *           an emptied last slot is sealed before it is retired:
+ *           CAS end -> end | SLOT_SEALED      (fails if the writer came first)
+ *
+ * A slot that is not the last cannot be merged into (a writer merges only
+ * into head - 1 and finishes before it moves head), so the reader retires
+ * it without a seal once it holds no SLOT_WRITING.  Every word read from
+ * the arena is checked before it addresses memory.
+ */
+/* SLOT_SEALED, SLOT_WRITING and SLOT_END_MASK are pipe.h's. */
 
 static int end_flags(const struct sh_end *e)
 {
@@ -408,33 +431,78 @@ static struct sh_end *end_of(const struct pp_file *f)
 	return f->private;
 }
 
+static int corrupt(struct sh_pipe *sp)
+{
+	return pp__arena_poison(&sp->arena);
+}
+
+/* [tail, head) no wider than the arena's slots, max_usage within them. */
+static int check_bounds(struct sh_pipe *sp, uint32_t head, uint32_t tail)
+{
+	uint32_t max = __atomic_load_n(&ctrl(sp)->max_usage, __ATOMIC_RELAXED);
+
+	if (head - tail > SH_SLOTS || !max || max > SH_SLOTS)
+		return corrupt(sp);
+	return 0;
+}
+
 /*
- * Pages, under the lock.  As Linux's pipe->tmp_page: the page a read
- * empties is kept for the next write, so message traffic does not go
- * through the arena's free list (two more lines both processes write).
+ * Pages.  As Linux's pipe->tmp_page: the page a read empties is kept for
+ * the next write, so message traffic does not go through the arena's free
+ * list.  spare is an exchange away from either side.
  */
 static int page_take(struct sh_pipe *sp, uint32_t *idx)
 {
-	struct sh_ctrl *c = ctrl(sp);
-	uint32_t spare = c->spare;
+	uint32_t spare = __atomic_exchange_n(&ctrl(sp)->spare, 0, __ATOMIC_ACQUIRE);
 
 	if (!spare)
 		return pp__arena_page_alloc(&sp->arena, idx);
-	c->spare = 0;
 	if (spare - 1 >= sp->arena.lay.npages)
-		return pp__arena_poison(&sp->arena);
+		return corrupt(sp);
 	*idx = spare - 1;
 	return 0;
 }
 
 static int page_give(struct sh_pipe *sp, uint32_t idx)
 {
-	struct sh_ctrl *c = ctrl(sp);
+	uint32_t old;
 
-	if (c->spare || idx >= sp->arena.lay.npages)
-		return pp__arena_page_put(&sp->arena, idx);
-	c->spare = idx + 1;
-	return 0;
+	if (idx >= sp->arena.lay.npages)
+		return corrupt(sp);
+	/* Release: our copy out of the page is done before a writer refills it. */
+	old = __atomic_exchange_n(&ctrl(sp)->spare, idx + 1, __ATOMIC_ACQ_REL);
+	if (!old)
+		return 0;
+	if (old - 1 >= sp->arena.lay.npages)
+		return corrupt(sp);
+	return pp__arena_page_put(&sp->arena, old - 1);
+}
+
+/*
+ * Append chars bytes to the last slot if the merge rule allows it.
+ * Returns chars, 0 if it may not, or -errno.  With wr_lock held.
+ */
+static ssize_t slot_extend(struct sh_pipe *sp, struct sh_slot *s, struct pp_iov_iter *it,
+			   size_t chars)
+{
+	uint32_t e = __atomic_load_n(&s->end, __ATOMIC_RELAXED), at = e & SLOT_END_MASK;
+	char *page;
+
+	if (!(__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_CAN_MERGE) ||
+	    (e & (SLOT_SEALED | SLOT_WRITING)) || at > pp__page_size || at + chars > pp__page_size)
+		return 0;
+	/* Acquire: a seal that lost this race let go of nothing yet. */
+	if (!__atomic_compare_exchange_n(&s->end, &e, e | SLOT_WRITING, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return 0;	/* sealed meanwhile: the reader took it all */
+	page = pp__arena_page(&sp->arena, __atomic_load_n(&s->page, __ATOMIC_RELAXED));
+	if (!page || pp__iter_copy_from(it, page + at, chars) < chars) {
+		__atomic_store_n(&s->end, e, __ATOMIC_RELEASE);
+		return page ? -EFAULT : -EIO;	/* as pipe_write: all or nothing */
+	}
+	/* Release: the new bytes before the end that shows them. */
+	__atomic_store_n(&s->end, at + (uint32_t)chars, __ATOMIC_RELEASE);
+	return (ssize_t)chars;
 }
 
 /*
@@ -450,7 +518,7 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	ssize_t total = pp__iov_total(iov, iovcnt), ret = 0;
 	size_t left, chars;
 	uint32_t head, tail, flags;
-	bool was_empty, gone = false;
+	bool gone = false;
 	int err;
 
 	if (total <= 0)
@@ -460,36 +528,27 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	chars = left & (pp__page_size - 1);
 
 	note_cpu(c, e->side);
-	err = ring_lock(sp);
+	err = side_lock(sp, &c->wr_lock);
 	if (err)
 		return err;
-	err = ring_check(sp, &head, &tail);
+	head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
+	tail = __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE);
+	err = check_bounds(sp, head, tail);
 	if (err) {
-		ring_unlock(sp);
+		side_unlock(&c->wr_lock);
 		return err;
 	}
 	if (!peer_side_open(e)) {
-		ring_unlock(sp);
+		side_unlock(&c->wr_lock);
 		return pp__pipe_epipe(f);
 	}
-	was_empty = head == tail;
-	if (chars && !was_empty) {
-		struct sh_slot *s = slot(sp, head - 1);
-		char *at = slot_bytes(sp, s);
-
-		if (!at) {
-			ring_unlock(sp);
-			return -EIO;
+	if (chars && head != tail) {
+		ret = slot_extend(sp, slot(sp, head - 1), &it, chars);
+		if (ret < 0) {
+			side_unlock(&c->wr_lock);
+			return ret;
 		}
-		if ((s->flags & PP_BUF_FLAG_CAN_MERGE) && s->offset + s->len + chars <= pp__page_size) {
-			if (pp__iter_copy_from(&it, at + s->len, chars) < chars) {
-				ring_unlock(sp);
-				return -EFAULT;	/* as pipe_write: the merge is all or nothing */
-			}
-			s->len += (uint32_t)chars;
-			ret = (ssize_t)chars;
-			left -= chars;
-		}
+		left -= (size_t)ret;
 	}
 	while (left) {
 		struct sh_slot *s;
@@ -504,7 +563,8 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 				ret = epipe;
 			break;
 		}
-		err = ring_check(sp, &head, &tail);
+		tail = __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE);
+		err = check_bounds(sp, head, tail);
 		if (err) {
 			if (!ret)
 				ret = err;
@@ -516,13 +576,15 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 					ret = -EAGAIN;
 				break;
 			}
-			ring_unlock(sp);
+			side_unlock(&c->wr_lock);
 			if (ret)
 				wake(&c->rd_wait, &c->rd_sleepers);
 			gone = !wait_for(e, has_room, &c->wr_wait, &c->wr_sleepers);
-			err = ring_lock(sp);
+			err = side_lock(sp, &c->wr_lock);
 			if (err)
 				return ret ? ret : err;
+			/* Other writers may have moved it meanwhile. */
+			head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
 			continue;
 		}
 		err = page_take(sp, &idx);
@@ -534,28 +596,99 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		page = pp__arena_page(&sp->arena, idx);
 		n = min_t(size_t, left, pp__page_size);
 		if (!page || pp__iter_copy_from(&it, page, n) < n) {
-			pp__arena_page_put(&sp->arena, idx);
+			if (page)
+				page_give(sp, idx);
 			if (!ret)
 				ret = page ? -EFAULT : -EIO;
 			break;
 		}
 		s = slot(sp, head);
-		*s = (struct sh_slot){ .page = idx, .offset = 0, .len = (uint32_t)n, .flags = flags };
-		/* Release: the slot before the head that shows it to glances. */
-		__atomic_store_n(&c->head, head + 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->offset, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->page, idx, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->flags, flags, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->end, (uint32_t)n, __ATOMIC_RELAXED);
+		/* Release: the slot and its page's bytes before the head that shows them. */
+		__atomic_store_n(&c->head, ++head, __ATOMIC_RELEASE);
 		ret += (ssize_t)n;
 		left -= n;
 	}
-	ring_unlock(sp);
+	side_unlock(&c->wr_lock);
 	if (ret > 0)
 		wake(&c->rd_wait, &c->rd_sleepers);
 	return ret;
 }
 
 /*
+ * A writer is inside a merge into the slot (SLOT_WRITING): it ends in the
+ * time of a page's copy.  One that died there left the flag: its lock,
+ * taken, repairs it.  With rd_lock held (the one place a reader takes
+ * wr_lock too: rd_lock first, always).
+ */
+static int wait_writing(struct sh_pipe *sp, struct sh_slot *s)
+{
+	struct sh_ctrl *c = ctrl(sp);
+	long long t0 = mono_ns();
+
+	for (unsigned int i = 1;; i++) {
+		if (!(__atomic_load_n(&s->end, __ATOMIC_ACQUIRE) & SLOT_WRITING))
+			return 0;
+		if (i < 64)
+			__builtin_ia32_pause();
+		else
+			sched_yield();
+		if (!(i & 1023)) {
+			uint32_t v = __atomic_load_n(&c->wr_lock, __ATOMIC_RELAXED);
+			int err;
+
+			if (!v || pid_dead(v & ~LOCK_WAITERS)) {
+				err = side_lock(sp, &c->wr_lock);
+				if (err)
+					return err;
+				repair_writer(sp);
+				/* With wr_lock held no writer is inside a merge: a flag left is a scribble. */
+				if (__atomic_load_n(&s->end, __ATOMIC_RELAXED) & SLOT_WRITING)
+					err = corrupt(sp);
+				side_unlock(&c->wr_lock);
+				if (err)
+					return err;
+			}
+			if (mono_ns() - t0 > 2000000000LL)
+				return corrupt(sp);
+		}
+	}
+}
+
+/*
+ * The slot at tail holds nothing more for us (offset == end): let it go,
+ * unless a writer is appending.  1 retired, 0 not now (look again), or
+ * -errno.  With rd_lock held.
+ */
+static int slot_retire(struct sh_pipe *sp, struct sh_slot *s, uint32_t tail, uint32_t head,
+		       uint32_t e)
+{
+	struct sh_ctrl *c = ctrl(sp);
+	uint32_t page;
+
+	if (e & SLOT_WRITING)
+		return 0;
+	/* Acq_rel: no merge lands after this; a lost race is a merge to read. */
+	if (tail + 1 == head && !(e & SLOT_SEALED) &&
+	    !__atomic_compare_exchange_n(&s->end, &e, e | SLOT_SEALED, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_RELAXED))
+		return 0;
+	page = __atomic_load_n(&s->page, __ATOMIC_RELAXED);
+	/* Hands the slot back: pairs with the writer's acquire load of tail. */
+	__atomic_store_n(&c->tail, tail + 1, __ATOMIC_RELEASE);
+	return page_give(sp, page) ? -EIO : 1;
+}
+
+/*
  * pipe_read(): copy from the tail until the caller's buffer is full, the
  * pipe is empty after some bytes, or a packet ends; wait only before the
- * first byte.
+ * first byte.  Writers are not held off as Linux's pipe->mutex holds them,
+ * so once it has bytes a read goes no further than the slots published
+ * when it first found data (head0): it never returns more than the pipe
+ * held.
  */
 static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 {
@@ -564,6 +697,7 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	struct sh_ctrl *c = ctrl(sp);
 	struct pp_iov_iter it = { iov, iovcnt, 0 };
 	ssize_t total = pp__iov_total(iov, iovcnt), ret = 0;
+	uint32_t head0 = 0;
 	size_t left;
 	bool freed = false, gone = false;
 	int err;
@@ -572,65 +706,84 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		return total;
 	left = (size_t)total;
 	note_cpu(c, e->side);
-	err = ring_lock(sp);
+	err = side_lock(sp, &c->rd_lock);
 	if (err)
 		return err;
 	for (;;) {
-		uint32_t head, tail;
+		uint32_t tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
+		uint32_t head = __atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
 
-		err = ring_check(sp, &head, &tail);
+		err = check_bounds(sp, head, tail);
 		if (err) {
 			if (!ret)
 				ret = err;
 			break;
 		}
+		if (ret && (int)(tail - head0) >= 0)
+			break;	/* published after we began: the next read's */
 		if (head != tail) {
 			struct sh_slot *s = slot(sp, tail);
-			char *at = slot_bytes(sp, s);
+			uint32_t se = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
+			uint32_t end = se & SLOT_END_MASK;
+			uint32_t off = __atomic_load_n(&s->offset, __ATOMIC_RELAXED);
 			struct iovec src_iov;
 			struct pp_iov_iter src = { &src_iov, 1, 0 };
-			size_t n, got;
+			char *page;
+			size_t n;
+			int r;
 
-			if (!at) {
+			if (!ret)
+				head0 = head;
+			if (end > pp__page_size || off > end) {
+				if (!ret)
+					ret = corrupt(sp);
+				break;
+			}
+			if (off == end) {
+				r = slot_retire(sp, s, tail, head, se);
+				if (r > 0) {
+					freed = true;
+					continue;
+				}
+				if (r < 0 || ret) {
+					if (!ret)
+						ret = r;
+					break;
+				}
+				r = wait_writing(sp, s);
+				if (r < 0) {
+					ret = r;
+					break;
+				}
+				continue;
+			}
+			page = pp__arena_page(&sp->arena, __atomic_load_n(&s->page, __ATOMIC_RELAXED));
+			if (!page) {
 				if (!ret)
 					ret = -EIO;
 				break;
 			}
-			n = min_t(size_t, s->len, left);
-			src_iov = (struct iovec){ at, n };
-			got = pp__iter_copy_iter(&it, &src, n);
-			if (got < n) {
+			n = min_t(size_t, end - off, left);
+			src_iov = (struct iovec){ page + off, n };
+			if (pp__iter_copy_iter(&it, &src, n) < n) {
 				if (!ret)
 					ret = -EFAULT;
 				break;
 			}
 			ret += (ssize_t)n;
 			left -= n;
-			{
-				struct sh_slot now = *s;
-
-				now.offset += (uint32_t)n;
-				now.len -= (uint32_t)n;
-				if (s->flags & PP_BUF_FLAG_PACKET) {
-					now.len = 0;	/* a short read discards the rest of a packet */
-					left = 0;
-				}
-				s->span = now.span;
+			off += (uint32_t)n;
+			if (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_PACKET) {
+				off = end;	/* a short read discards the rest of a packet */
+				left = 0;
 			}
-			if (!s->len) {
-				uint32_t page = s->page;
-
-				/* Release: the slot is free once tail passes it. */
-				__atomic_store_n(&c->tail, tail + 1, __ATOMIC_RELEASE);
+			__atomic_store_n(&s->offset, off, __ATOMIC_RELAXED);
+			/* Emptied: gone from the pipe now, as Linux frees the buffer. */
+			if (off == end && slot_retire(sp, s, tail, head, se) > 0)
 				freed = true;
-				err = page_give(sp, page);
-				if (err && !ret)
-					ret = err;
-			}
 			if (!left)
 				break;
-			if (tail + 1 != head || s->len)
-				continue;
+			continue;
 		}
 		if (ret)
 			break;
@@ -640,14 +793,14 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 			ret = -EAGAIN;
 			break;
 		}
-		ring_unlock(sp);
+		side_unlock(&c->rd_lock);
 		/* Gone: EOF, once the loop has taken what was written before. */
 		gone = !wait_for(e, has_data, &c->rd_wait, &c->rd_sleepers);
-		err = ring_lock(sp);
+		err = side_lock(sp, &c->rd_lock);
 		if (err)
 			return err;	/* nothing read yet */
 	}
-	ring_unlock(sp);
+	side_unlock(&c->rd_lock);
 	if (freed)
 		wake(&c->wr_wait, &c->wr_sleepers);
 	return ret;
@@ -686,6 +839,7 @@ static void reg_fork_parent(void)
 /* The child holds copies of every end: count them, as fork() counts fds. */
 static void reg_fork_child(void)
 {
+	__atomic_store_n(&cached_pid, (uint32_t)getpid() & ~LOCK_WAITERS, __ATOMIC_RELAXED);
 	for (struct sh_end *e = reg_head; e; e = e->next)
 		if (e->token >= 0)
 			__atomic_fetch_add(count_of(ctrl(e->sp), e->side), 1, __ATOMIC_SEQ_CST);
@@ -703,6 +857,7 @@ static void reg_exit(void)
 
 static void reg_init(void)
 {
+	__atomic_store_n(&cached_pid, (uint32_t)getpid() & ~LOCK_WAITERS, __ATOMIC_RELAXED);
 	pthread_atfork(reg_fork_prepare, reg_fork_parent, reg_fork_child);
 	atexit(reg_exit);
 }
@@ -976,15 +1131,24 @@ static int set_size(struct sh_end *e, unsigned long arg)
 	/* Above pipe-max-size, as the kernel answers an unprivileged caller. */
 	if (nr > SH_SLOTS)
 		return -EPERM;
-	err = ring_lock(sp);
+	/* rd_lock first, always (wait_writing). */
+	err = side_lock(sp, &c->rd_lock);
 	if (err)
 		return err;
-	err = ring_check(sp, &head, &tail);
+	err = side_lock(sp, &c->wr_lock);
+	if (err) {
+		side_unlock(&c->rd_lock);
+		return err;
+	}
+	head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
+	tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
+	err = check_bounds(sp, head, tail);
 	if (!err && head - tail > nr)
 		err = -EBUSY;
 	if (!err)
 		__atomic_store_n(&c->max_usage, (uint32_t)nr, __ATOMIC_RELAXED);
-	ring_unlock(sp);
+	side_unlock(&c->wr_lock);
+	side_unlock(&c->rd_lock);
 	if (err)
 		return err;
 	wake_all(c);
@@ -1026,23 +1190,28 @@ int pp__shared_fionread(struct pp_file *f, int *out)
 {
 	struct sh_end *e = end_of(f);
 	struct sh_pipe *sp = e->sp;
+	struct sh_ctrl *c = ctrl(sp);
 	uint32_t head, tail;
 	unsigned int sum = 0;
 	int err;
 
-	err = ring_lock(sp);
+	err = side_lock(sp, &c->rd_lock);
 	if (err)
 		return err;
-	err = ring_check(sp, &head, &tail);
+	tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
+	head = __atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
+	err = check_bounds(sp, head, tail);
 	for (uint32_t i = tail; !err && i != head; i++) {
-		const struct sh_slot *s = slot(sp, i);
+		struct sh_slot *s = slot(sp, i);
+		uint32_t end = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE) & SLOT_END_MASK;
+		uint32_t off = __atomic_load_n(&s->offset, __ATOMIC_RELAXED);
 
-		if (!slot_bytes(sp, s))
-			err = -EIO;
+		if (end > pp__page_size || off > end)
+			err = corrupt(sp);
 		else
-			sum += s->len;
+			sum += end - off;
 	}
-	ring_unlock(sp);
+	side_unlock(&c->rd_lock);
 	if (err)
 		return err;
 	*out = (int)sum;

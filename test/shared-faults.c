@@ -240,6 +240,13 @@ static int test_scribbles(void)
 			ssize_t r;
 
 			t_fill(b, n, 0, 1);
+			/*
+			 * A peer may clear O_NONBLOCK (F_SETFL, or a scribble on
+			 * the word that holds it): that is a wait, not a fault.
+			 * Set it again so that this single process never waits.
+			 */
+			pp_fcntl(e[0], F_SETFL, O_NONBLOCK);
+			pp_fcntl(e[1], F_SETFL, O_NONBLOCK);
 			r = i & 1 ? pp_write(e[1], b, n) : pp_read(e[0], b, n);
 			if (r < 0) {
 				if (errno != EIO && errno != EAGAIN && errno != EPIPE)
