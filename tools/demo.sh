@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # make demo: the seed's demonstration, then pagepipe cat against cat for a
-# large file into a pipe.  B is the build directory (binaries at $B/pagepipe);
+# large file into a pipe, then two processes streaming through a kernel pipe
+# and through a shared pagepipe (examples/shared-stream).  B is the build directory (binaries at $B/pagepipe);
 # DEMO_FILE and DEMO_MB choose the large file (default /tmp, 512 MiB, kept
 # between runs so that only the first run pays for making it).
 set -eu
@@ -51,3 +52,12 @@ done
 echo
 echo "(pagepipe cat splices the file's pages into the pipe: no copy through its"
 echo " own memory.  The second reader splices them on to /dev/null as well.)"
+
+echo
+echo "== Two processes, one stream: a forked child writes 1 GiB in 64 KiB writes =="
+echo "\$ shared-stream 1024    (examples/shared-stream.c; best of 3 each)"
+"$B/examples/shared-stream" 1024
+echo
+echo "(The pagepipe made with PP_O_SHARED keeps its ring and pages in a memfd"
+echo " both processes map: a write is one copy into a shared page, a read one"
+echo " copy out, and no system call when neither side has to wait.)"
