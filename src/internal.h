@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "pagepipe.h"
 
@@ -50,6 +51,25 @@ extern unsigned int pp__page_shift;
 #include "pipe.h"
 #include "file.h"
 #include "buf.h"
+
+/* A spinning waiter's pause (wait.c, shared.c). */
+static inline void pp__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* CLOCK_MONOTONIC in ns: the spin and nap deadlines (wait.c, shared.c). */
+static inline long long pp__mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /* -------------------------------------------------------------------------
  * Pipes between processes (shared.c): their ends are PP_KIND_SHARED files.

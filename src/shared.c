@@ -137,13 +137,6 @@ static long futex(uint32_t *w, int op, uint32_t val, const struct timespec *ts)
 	return syscall(SYS_futex, w, op, val, ts, NULL, 0);
 }
 
-static long long mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 /* ---------------------------------------------------------------------- */
 /*
  * The side locks, wr_lock and rd_lock (pipe.h's wr_mutex and rd_mutex,
@@ -171,6 +164,11 @@ static uint32_t cached_pid;
 static uint32_t my_pid(void)
 {
 	return __atomic_load_n(&cached_pid, __ATOMIC_RELAXED);
+}
+
+static void remember_pid(void)
+{
+	__atomic_store_n(&cached_pid, (uint32_t)getpid() & ~LOCK_WAITERS, __ATOMIC_RELAXED);
 }
 
 /* Gone, or a zombie nobody reaped yet (which can still hold no lock). */
@@ -233,7 +231,7 @@ static int side_lock(struct sh_pipe *sp, uint32_t *lock)
 					       __ATOMIC_RELAXED)))
 		return 0;
 	for (int i = 0; i < 100; i++) {
-		__builtin_ia32_pause();
+		pp__cpu_relax();
 		v = 0;
 		if (__atomic_load_n(lock, __ATOMIC_RELAXED) == 0 &&
 		    __atomic_compare_exchange_n(lock, &v, me, false, __ATOMIC_ACQUIRE,
@@ -345,7 +343,7 @@ static bool wait_for(struct sh_end *e, bool (*ready)(struct sh_ctrl *), uint32_t
 {
 	struct sh_ctrl *c = ctrl(e->sp);
 	const struct timespec ts = { 0, SH_SLEEP_NS };
-	long long deadline = mono_ns() + SH_SPIN_NS;
+	long long deadline = pp__mono_ns() + SH_SPIN_NS;
 	static int ncpu;
 	int peer;
 
@@ -365,9 +363,9 @@ static bool wait_for(struct sh_end *e, bool (*ready)(struct sh_ctrl *), uint32_t
 					return true;
 				if (!__atomic_load_n(count_of(c, !e->side), __ATOMIC_RELAXED))
 					goto sleep;
-				__builtin_ia32_pause();
+				pp__cpu_relax();
 			}
-		} while (mono_ns() < deadline);
+		} while (pp__mono_ns() < deadline);
 	} else {
 		/* The peer needs this CPU to make progress: give it, a while. */
 		do {
@@ -376,7 +374,7 @@ static bool wait_for(struct sh_end *e, bool (*ready)(struct sh_ctrl *), uint32_t
 				return true;
 			if (!__atomic_load_n(count_of(c, !e->side), __ATOMIC_RELAXED))
 				goto sleep;
-		} while (mono_ns() < deadline + SH_YIELD_NS);
+		} while (pp__mono_ns() < deadline + SH_YIELD_NS);
 	}
 sleep:
 	for (;;) {
@@ -632,13 +630,13 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 static int wait_writing(struct sh_pipe *sp, struct sh_slot *s)
 {
 	struct sh_ctrl *c = ctrl(sp);
-	long long t0 = mono_ns();
+	long long t0 = pp__mono_ns();
 
 	for (unsigned int i = 1;; i++) {
 		if (!(__atomic_load_n(&s->end, __ATOMIC_ACQUIRE) & SLOT_WRITING))
 			return 0;
 		if (i < 64)
-			__builtin_ia32_pause();
+			pp__cpu_relax();
 		else
 			sched_yield();
 		if (!(i & 1023)) {
@@ -657,7 +655,7 @@ static int wait_writing(struct sh_pipe *sp, struct sh_slot *s)
 				if (err)
 					return err;
 			}
-			if (mono_ns() - t0 > 2000000000LL)
+			if (pp__mono_ns() - t0 > 2000000000LL)
 				return corrupt(sp);
 		}
 	}
@@ -859,7 +857,7 @@ static void reg_fork_parent(void)
 /* The child holds copies of every end: count them, as fork() counts fds. */
 static void reg_fork_child(void)
 {
-	__atomic_store_n(&cached_pid, (uint32_t)getpid() & ~LOCK_WAITERS, __ATOMIC_RELAXED);
+	remember_pid();
 	for (struct sh_end *e = reg_head; e; e = e->next)
 		if (e->token >= 0)
 			__atomic_fetch_add(count_of(ctrl(e->sp), e->side), 1, __ATOMIC_SEQ_CST);
@@ -877,7 +875,7 @@ static void reg_exit(void)
 
 static void reg_init(void)
 {
-	__atomic_store_n(&cached_pid, (uint32_t)getpid() & ~LOCK_WAITERS, __ATOMIC_RELAXED);
+	remember_pid();
 	pthread_atfork(reg_fork_prepare, reg_fork_parent, reg_fork_child);
 	atexit(reg_exit);
 }

@@ -48,14 +48,6 @@
 
 /* ---------------------------------------------------------------------- */
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
 
 /*
  * The side locks (struct pp_side_lock): Drepper's third futex mutex
@@ -101,7 +93,7 @@ static void __attribute__((noinline)) side_lock_slow(struct pp_side_lock *l)
 
 		if (c == 0 && side_trylock(l))
 			return;
-		cpu_relax();
+		pp__cpu_relax();
 	}
 	while (__atomic_exchange_n(&l->state, 2, __ATOMIC_ACQUIRE) != 0)
 		syscall(SYS_futex, &l->state, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
@@ -312,13 +304,6 @@ void pp__pipe_wake_all(struct pp_pipe *p)
 
 static int online_cpus;
 
-static long long mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* True if the peer may be running only once we give up our CPU. */
 static bool peer_shares_cpu(const int *peer_cpu)
@@ -398,7 +383,7 @@ static void nap(unsigned int *wq)
 static bool wait_briefly(struct pp_pipe *p, bool (*ready)(struct pp_pipe *), const int *peer_cpu,
 			 unsigned int *wq, unsigned int *yielder, const void *hint)
 {
-	long long now = mono_ns(), deadline = now + PP_SPIN_NS, nap_end = now + PP_NAP_BUDGET_NS;
+	long long now = pp__mono_ns(), deadline = now + PP_SPIN_NS, nap_end = now + PP_NAP_BUDGET_NS;
 	bool mine = false;
 
 	if (!peer_shares_cpu(peer_cpu)) {
@@ -408,23 +393,23 @@ static bool wait_briefly(struct pp_pipe *p, bool (*ready)(struct pp_pipe *), con
 					__builtin_prefetch(hint, 0, 3);
 				if (ready(p))
 					return true;
-				cpu_relax();
+				pp__cpu_relax();
 			}
-		} while (mono_ns() < deadline);
+		} while (pp__mono_ns() < deadline);
 		return ready(p);
 	}
 	for (;;) {
 		if (!mine && take_yielder(yielder)) {
 			mine = true;
-			deadline = mono_ns() + PP_SPIN_NS;
+			deadline = pp__mono_ns() + PP_SPIN_NS;
 		}
 		if (mine) {
 			sched_yield();
-			if (ready(p) || mono_ns() >= deadline)
+			if (ready(p) || pp__mono_ns() >= deadline)
 				break;
 		} else {
 			nap(wq);
-			if (ready(p) || mono_ns() >= nap_end)
+			if (ready(p) || pp__mono_ns() >= nap_end)
 				break;
 		}
 	}
