@@ -78,6 +78,31 @@ int  pp__shared_pipe2(struct pp_file *ends[2], int flags);
 int  pp__shared_fcntl(struct pp_file *f, int cmd, unsigned long arg);
 int  pp__shared_fionread(struct pp_file *f, int *out);
 void pp__shared_set_nonblock(struct pp_file *f, bool on);
+/* Lends and reservations (shared.c), for shared_splice.c. */
+bool    pp__shared_nonblock(const struct pp_file *f);
+bool    pp__shared_same(const struct pp_file *a, const struct pp_file *b);
+void    pp__shared_blocking(struct pp_file *f, bool on);
+int     pp__shared_wait(struct pp_file *f);
+ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax, size_t count,
+			bool nonblock);
+void    pp__shared_consume(struct pp_file *f, size_t n);
+int     pp__shared_reserve(struct pp_file *f, unsigned int want, bool nonblock, void **pages,
+			   uint32_t *idx);
+ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, const size_t *lens);
+ssize_t pp__shared_read_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t count);
+int     pp__shared_read_done(struct pp_file *f, size_t consumed);
+/* splice, tee and vmsplice on shared ends (shared_splice.c), after splice.c's checks. */
+ssize_t pp__shared_splice_in(struct pp_file *in, off_t *ppos, struct pp_file *out, size_t len,
+			     unsigned int flags);
+ssize_t pp__shared_splice_out(struct pp_file *in, struct pp_file *out, off_t *ppos, size_t len,
+			      unsigned int flags);
+ssize_t pp__shared_splice_pipes(struct pp_file *in, struct pp_file *out, size_t len,
+				unsigned int flags, bool tee);
+ssize_t pp__shared_vmsplice(struct pp_file *f, const struct iovec *iov, unsigned long nr_segs,
+			    size_t total, unsigned int flags);
+/* splice.c's waits for an output descriptor's room. */
+int  pp__splice_wait_output(struct pp_file *out, bool nonblock, bool now);
+bool pp__splice_output_nonblock(struct pp_file *out, unsigned int flags);
 
 /* -------------------------------------------------------------------------
  * Fault injection (fault.c): a test sets a countdown per site; the library

@@ -109,6 +109,8 @@ struct sh_end {
 	struct sh_pipe *sp;
 	int side;			/* 0 read, 1 write */
 	int token;			/* the token pipe's side, see above; -1 once closed */
+	size_t loan;			/* pp_read_lend(): bytes lent, rd_lock held till done */
+	bool lending;
 	struct sh_end *prev, *next;	/* every end this process holds; under reg_lock */
 };
 
@@ -148,11 +150,21 @@ static long futex(uint32_t *w, int op, uint32_t val, const struct timespec *ts)
  * repairing what it may have left half-done (repair_writer).  A holder
  * that lives but keeps the lock for LOCK_STUCK_WAITS waits in a row is
  * taken for a scribble (a peer wrote some live process's pid there; no
- * call of ours holds a side lock across a sleep): the arena is poisoned,
- * EIO.  So is one that a reused pid makes look alive.
+ * call of ours holds a side lock across a sleep, and one that blocks in a
+ * system call with a lock held says so, LOCK_BLOCKED): the arena is
+ * poisoned, EIO.  So is one that a reused pid makes look alive.
  */
 #define LOCK_STUCK_WAITS	40	/* of SH_SLEEP_NS: 2 s */
 #define LOCK_WAITERS	0x80000000u
+/*
+ * The holder is in a system call that may block (a splice to a socket, from
+ * a kernel pipe): a long hold is no sign of a scribble then.  A peer can
+ * set the bit in a scribble too and make us wait as long as its process
+ * lives; it could make us wait as long by holding the lock in a splice to a
+ * socket nobody reads, so the bit hides nothing the peer could not do.
+ */
+#define LOCK_BLOCKED	0x40000000u
+#define LOCK_PID	(~(LOCK_WAITERS | LOCK_BLOCKED))	/* pid_max is at most 2^22 */
 
 /*
  * getpid() is a system call (glibc keeps no cache since 2.25): ours is
@@ -168,7 +180,7 @@ static uint32_t my_pid(void)
 
 static void remember_pid(void)
 {
-	__atomic_store_n(&cached_pid, (uint32_t)getpid() & ~LOCK_WAITERS, __ATOMIC_RELAXED);
+	__atomic_store_n(&cached_pid, (uint32_t)getpid() & LOCK_PID, __ATOMIC_RELAXED);
 }
 
 /* Gone, or a zombie nobody reaped yet (which can still hold no lock). */
@@ -253,7 +265,7 @@ static int side_lock(struct sh_pipe *sp, uint32_t *lock)
 			continue;
 		v |= LOCK_WAITERS;
 		if (futex(lock, FUTEX_WAIT, v, &ts) < 0 && errno == ETIMEDOUT) {
-			if (pid_dead(v & ~LOCK_WAITERS) &&
+			if (pid_dead(v & LOCK_PID) &&
 			    __atomic_compare_exchange_n(lock, &v, me | LOCK_WAITERS, false,
 							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
 				/* Taken over from a dead holder. */
@@ -261,7 +273,7 @@ static int side_lock(struct sh_pipe *sp, uint32_t *lock)
 					repair_writer(sp);
 				return 0;
 			}
-			stuck = v == last ? stuck + 1 : 0;
+			stuck = v == last && !(v & LOCK_BLOCKED) ? stuck + 1 : 0;
 			last = v;
 			if (stuck >= LOCK_STUCK_WAITS)
 				return pp__arena_poison(&sp->arena);
@@ -643,7 +655,7 @@ static int wait_writing(struct sh_pipe *sp, struct sh_slot *s)
 			uint32_t v = __atomic_load_n(&c->wr_lock, __ATOMIC_RELAXED);
 			int err;
 
-			if (!v || pid_dead(v & ~LOCK_WAITERS)) {
+			if (!v || pid_dead(v & LOCK_PID)) {
 				err = side_lock(sp, &c->wr_lock);
 				if (err)
 					return err;
@@ -822,6 +834,299 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	if (freed)
 		wake(&c->wr_wait, &c->wr_sleepers);
 	return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/*
+ * Lending and reserving, for splice, tee, vmsplice and the zero-copy calls
+ * (shared_splice.c).  A lend is the front of the pipe in place, with
+ * rd_lock held until pp__shared_consume() says how much of it was used; a
+ * reservation is free slots' pages, with wr_lock held until
+ * pp__shared_commit() queues what was put in them.  The ring protocol is
+ * the one above; only the holding is new.  The lock may be held across a
+ * system call that blocks (a socket's send): pp__shared_blocking() says so
+ * to the waiters, who would take a long hold for a scribble otherwise.
+ */
+bool pp__shared_nonblock(const struct pp_file *f)
+{
+	return end_flags(end_of(f)) & O_NONBLOCK;
+}
+
+bool pp__shared_same(const struct pp_file *a, const struct pp_file *b)
+{
+	struct sh_pipe *x = end_of(a)->sp, *y = end_of(b)->sp;
+
+	/* Two mappings of one arena (an end imported where it was made) are one pipe. */
+	return x == y || __atomic_load_n(&ctrl(x)->token_ino, __ATOMIC_RELAXED) ==
+			 __atomic_load_n(&ctrl(y)->token_ino, __ATOMIC_RELAXED);
+}
+
+void pp__shared_blocking(struct pp_file *f, bool on)
+{
+	struct sh_end *e = end_of(f);
+	uint32_t *lock = e->side ? &ctrl(e->sp)->wr_lock : &ctrl(e->sp)->rd_lock;
+
+	if (on)
+		__atomic_fetch_or(lock, LOCK_BLOCKED, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_and(lock, ~LOCK_BLOCKED, __ATOMIC_RELAXED);
+}
+
+/* Wait with no lock held until f's end is ready (data, room): 1, or 0 when the other side is gone. */
+int pp__shared_wait(struct pp_file *f)
+{
+	struct sh_end *e = end_of(f);
+	struct sh_ctrl *c = ctrl(e->sp);
+
+	if (e->side)
+		return wait_for(e, has_room, &c->wr_wait, &c->wr_sleepers, NULL, NULL);
+	return wait_for(e, has_data, &c->rd_wait, &c->rd_sleepers, NULL, NULL);
+}
+
+/*
+ * Lend the front of the pipe: up to nmax iovecs, count bytes, one per slot,
+ * pointing into the arena.  Waits as a read does unless nonblock (-EAGAIN);
+ * 0 at EOF.  With bytes lent (> 0), rd_lock stays held for
+ * pp__shared_consume().
+ */
+ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax, size_t count,
+			bool nonblock)
+{
+	struct sh_end *e = end_of(f);
+	struct sh_pipe *sp = e->sp;
+	struct sh_ctrl *c = ctrl(sp);
+	bool freed = false, gone = false;
+	int err;
+
+	note_cpu(c, e->side);
+	err = side_lock(sp, &c->rd_lock);
+	if (err)
+		return err;
+	for (;;) {
+		uint32_t tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
+		uint32_t head = __atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
+		unsigned int n = 0;
+		size_t lent = 0;
+
+		err = check_bounds(sp, head, tail);
+		if (err)
+			break;
+		if (head == tail) {
+			if (gone || !peer_side_open(e))
+				break;		/* EOF: err is 0 */
+			if (nonblock) {
+				err = -EAGAIN;
+				break;
+			}
+			side_unlock(&c->rd_lock);
+			if (freed)
+				wake(&c->wr_wait, &c->wr_sleepers);
+			freed = false;
+			gone = !wait_for(e, has_data, &c->rd_wait, &c->rd_sleepers, NULL, NULL);
+			err = side_lock(sp, &c->rd_lock);
+			if (err)
+				return err;
+			continue;
+		}
+		for (uint32_t i = tail; i != head && n < nmax && lent < count; i++) {
+			struct sh_slot *s = slot(sp, i);
+			uint32_t se = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
+			uint32_t end = se & SLOT_END_MASK;
+			uint32_t off = __atomic_load_n(&s->offset, __ATOMIC_RELAXED);
+			char *page;
+			size_t len;
+
+			if (end > pp__page_size || off > end) {
+				err = corrupt(sp);
+				break;
+			}
+			if (off == end) {
+				if (i != tail)
+					break;	/* a writer's claim, or a scribble: the next lend's */
+				err = slot_retire(sp, s, tail, head, se);
+				if (!err)
+					err = wait_writing(sp, s);
+				else if (err > 0)
+					freed = true;
+				break;	/* look again from the new tail */
+			}
+			page = pp__arena_page(&sp->arena, __atomic_load_n(&s->page, __ATOMIC_RELAXED));
+			if (!page) {
+				err = -EIO;
+				break;
+			}
+			len = min_t(size_t, end - off, count - lent);
+			iov[n++] = (struct iovec){ page + off, len };
+			lent += len;
+		}
+		if (err < 0)
+			break;
+		if (lent) {
+			if (freed)
+				wake(&c->wr_wait, &c->wr_sleepers);
+			return (ssize_t)lent;
+		}
+		err = 0;
+	}
+	side_unlock(&c->rd_lock);
+	if (freed)
+		wake(&c->wr_wait, &c->wr_sleepers);
+	return err;
+}
+
+/* Take the first n bytes of what was lent out of the pipe, and end the lend. */
+void pp__shared_consume(struct pp_file *f, size_t n)
+{
+	struct sh_end *e = end_of(f);
+	struct sh_pipe *sp = e->sp;
+	struct sh_ctrl *c = ctrl(sp);
+	uint32_t tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
+	uint32_t head = __atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
+	bool freed = false;
+
+	while (n && tail != head && !check_bounds(sp, head, tail)) {
+		struct sh_slot *s = slot(sp, tail);
+		uint32_t se = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
+		uint32_t end = se & SLOT_END_MASK;
+		uint32_t off = __atomic_load_n(&s->offset, __ATOMIC_RELAXED);
+		size_t take;
+
+		if (end > pp__page_size || off > end) {
+			corrupt(sp);
+			break;
+		}
+		take = min_t(size_t, end - off, n);
+		off += (uint32_t)take;
+		n -= take;
+		__atomic_store_n(&s->offset, off, __ATOMIC_RELAXED);
+		if (off != end || slot_retire(sp, s, tail, head, se) <= 0)
+			break;
+		freed = true;
+		tail++;
+	}
+	side_unlock(&c->rd_lock);
+	if (freed)
+		wake(&c->wr_wait, &c->wr_sleepers);
+}
+
+/*
+ * Reserve up to want free slots, a fresh arena page each: their addresses
+ * in pages[], their indices in idx[].  Waits for one free slot as a write
+ * does unless nonblock (-EAGAIN); -EPIPE (and SIGPIPE) with no reader.
+ * Returns the slots reserved, wr_lock held for pp__shared_commit().
+ */
+int pp__shared_reserve(struct pp_file *f, unsigned int want, bool nonblock, void **pages,
+		       uint32_t *idx)
+{
+	struct sh_end *e = end_of(f);
+	struct sh_pipe *sp = e->sp;
+	struct sh_ctrl *c = ctrl(sp);
+	uint32_t head, tail, room;
+	unsigned int n;
+	int err;
+
+	note_cpu(c, e->side);
+	err = side_lock(sp, &c->wr_lock);
+	if (err)
+		return err;
+	for (;;) {
+		head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
+		tail = __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE);
+		err = check_bounds(sp, head, tail);
+		if (err)
+			goto out;
+		if (!peer_side_open(e)) {
+			err = pp__pipe_epipe(f);
+			goto out;
+		}
+		room = __atomic_load_n(&c->max_usage, __ATOMIC_RELAXED);
+		room = head - tail < room ? room - (head - tail) : 0;
+		if (room)
+			break;
+		if (nonblock) {
+			err = -EAGAIN;
+			goto out;
+		}
+		side_unlock(&c->wr_lock);
+		wait_for(e, has_room, &c->wr_wait, &c->wr_sleepers, NULL, NULL);
+		err = side_lock(sp, &c->wr_lock);
+		if (err)
+			return err;
+	}
+	want = min_t(unsigned int, want, room);
+	for (n = 0; n < want; n++) {
+		err = page_take(sp, &idx[n]);
+		if (!err && !(pages[n] = pp__arena_page(&sp->arena, idx[n])))
+			err = -EIO;
+		if (err)
+			break;
+	}
+	if (n)
+		return (int)n;
+out:
+	side_unlock(&c->wr_lock);
+	return err;
+}
+
+/*
+ * Queue the reserved pages with lens[i] bytes each from its start (a
+ * page with none goes back), flags on every slot (neither CAN_MERGE nor
+ * PACKET: bytes spliced in are not written, so nothing merges into them,
+ * as into Linux's spliced buffers), and end the reservation.  Returns the
+ * bytes queued.
+ */
+ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, const size_t *lens)
+{
+	struct sh_end *e = end_of(f);
+	struct sh_pipe *sp = e->sp;
+	struct sh_ctrl *c = ctrl(sp);
+	uint32_t head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
+	ssize_t ret = 0;
+
+	for (unsigned int i = 0; i < n; i++) {
+		struct sh_slot *s;
+
+		if (!lens[i]) {
+			pp__arena_page_put(&sp->arena, idx[i]);
+			continue;
+		}
+		s = slot(sp, head++);
+		__atomic_store_n(&s->offset, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->page, idx[i], __ATOMIC_RELAXED);
+		__atomic_store_n(&s->flags, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->end, (uint32_t)lens[i], __ATOMIC_RELAXED);
+		ret += (ssize_t)lens[i];
+	}
+	/* Release: the slots and their pages' bytes before the head that shows them. */
+	__atomic_store_n(&c->head, head, __ATOMIC_RELEASE);
+	side_unlock(&c->wr_lock);
+	if (ret)
+		wake(&c->rd_wait, &c->rd_sleepers);
+	return ret;
+}
+
+/* pp_read_lend() and pp_read_done() on a shared read end: a lend, held by the end. */
+ssize_t pp__shared_read_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t count)
+{
+	struct sh_end *e = end_of(f);
+	ssize_t r = pp__shared_lend(f, iov, (unsigned int)iovcnt, count, pp__shared_nonblock(f));
+
+	if (r > 0) {
+		e->loan = (size_t)r;
+		__atomic_store_n(&e->lending, true, __ATOMIC_RELEASE);
+	}
+	return r;
+}
+
+int pp__shared_read_done(struct pp_file *f, size_t consumed)
+{
+	struct sh_end *e = end_of(f);
+
+	if (!__atomic_load_n(&e->lending, __ATOMIC_ACQUIRE))
+		return -EINVAL;
+	__atomic_store_n(&e->lending, false, __ATOMIC_RELAXED);
+	pp__shared_consume(f, min_t(size_t, consumed, e->loan));
+	return 0;
 }
 
 /* ---------------------------------------------------------------------- */

@@ -245,7 +245,7 @@ static ssize_t splice_to_pipe(struct pp_file *in, off_t *ppos, struct pp_file *o
  * its write will report), -EAGAIN for a non-blocking caller.  `now` only
  * looks.
  */
-static int wait_output(struct pp_file *out, bool nonblock, bool now)
+int pp__splice_wait_output(struct pp_file *out, bool nonblock, bool now)
 {
 	struct pollfd pfd = { out->fd, POLLOUT, 0 };
 	int r;
@@ -280,7 +280,7 @@ static int wait_output(struct pp_file *out, bool nonblock, bool now)
  * do_splice sets for our O_NONBLOCK too, or its own O_NONBLOCK.  A socket
  * waits as its own O_NONBLOCK says (splice_to_socket: MSG_DONTWAIT).
  */
-static bool output_nonblock(struct pp_file *out, unsigned int flags)
+bool pp__splice_output_nonblock(struct pp_file *out, unsigned int flags)
 {
 	if (out->kind == PP_KIND_SOCK)
 		return pp__file_flags(out) & O_NONBLOCK;
@@ -332,7 +332,7 @@ static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *
 		err = pp__pipe_wait_data(p, nonblock);
 		if (err <= 0)
 			return err;
-		err = wait_output(out, output_nonblock(out, flags), false);
+		err = pp__splice_wait_output(out, pp__splice_output_nonblock(out, flags), false);
 		if (err)
 			return err;
 		err = pp__pipe_lock_consumer(p, nonblock);
@@ -348,8 +348,8 @@ static ssize_t splice_from_pipe(struct pp_file *in, struct pp_file *out, off_t *
 		size_t avail = 0, drop = 0, batch = 0;
 		ssize_t r;
 
-		if (pp__pipe_empty(p) || (ret && !output_nonblock(out, flags) &&
-					  wait_output(out, true, true)))
+		if (pp__pipe_empty(p) || (ret && !pp__splice_output_nonblock(out, flags) &&
+					  pp__splice_wait_output(out, true, true)))
 			break;
 		if (needs_memory(out)) {
 			err = pp__kbuf_materialize(p, len, SPLICE_OUT_BATCH);
@@ -573,7 +573,8 @@ retry:
 static ssize_t do_splice(struct pp_file *in, off_t *off_in, struct pp_file *out,
 			 off_t *off_out, size_t len, unsigned int flags)
 {
-	bool ipipe = pp__is_pipe(in), opipe = pp__is_pipe(out);
+	bool ishared = pp__is_shared(in), oshared = pp__is_shared(out);
+	bool ipipe = pp__is_pipe(in) || ishared, opipe = pp__is_pipe(out) || oshared;
 	struct splice_pos sp;
 	ssize_t ret;
 	int err;
@@ -593,6 +594,11 @@ static ssize_t do_splice(struct pp_file *in, off_t *off_in, struct pp_file *out,
 		return -EBADF;
 
 	if (ipipe && opipe) {
+		/* A shared pipe's end on either side: shared_splice.c. */
+		if (ishared && oshared && pp__shared_same(in, out))
+			return -EINVAL;
+		if (ishared || oshared)
+			return pp__shared_splice_pipes(in, out, len, flags, false);
 		if (in->pipe == out->pipe)
 			return -EINVAL;
 		return splice_pipe_to_pipe(in, out, len, flags);
@@ -603,9 +609,9 @@ static ssize_t do_splice(struct pp_file *in, off_t *off_in, struct pp_file *out,
 	 * do_splice makes it in Linux; each endpoint takes from the flag what
 	 * its kernel counterpart takes.
 	 */
-	if (ipipe && (pp__file_flags(in) & O_NONBLOCK))
+	if (ipipe && (ishared ? pp__shared_nonblock(in) : pp__file_flags(in) & O_NONBLOCK))
 		flags |= SPLICE_F_NONBLOCK;
-	if (opipe && (pp__file_flags(out) & O_NONBLOCK))
+	if (opipe && (oshared ? pp__shared_nonblock(out) : pp__file_flags(out) & O_NONBLOCK))
 		flags |= SPLICE_F_NONBLOCK;
 
 	if (ipipe) {
@@ -625,7 +631,10 @@ static ssize_t do_splice(struct pp_file *in, off_t *off_in, struct pp_file *out,
 		}
 		if (!out->ops->splice_write)
 			return -EINVAL;
-		ret = splice_from_pipe(in, out, sp.ppos, len, flags);
+		if (ishared)
+			ret = pp__shared_splice_out(in, out, sp.ppos, len, flags);
+		else
+			ret = splice_from_pipe(in, out, sp.ppos, len, flags);
 		splice_pos_done(&sp, out, off_out, ret);
 		return ret;
 	}
@@ -636,7 +645,13 @@ static ssize_t do_splice(struct pp_file *in, off_t *off_in, struct pp_file *out,
 	err = in->kind == PP_KIND_FIFO ? 0 : splice_pos_verify(&sp, len);
 	if (err)
 		return err;
-	ret = splice_to_pipe(in, sp.ppos, out, len, flags);
+	if (oshared) {
+		if (in->fd < 0 && !in->ops->splice_read)
+			return -EINVAL;
+		ret = pp__shared_splice_in(in, sp.ppos, out, len, flags);
+	} else {
+		ret = splice_to_pipe(in, sp.ppos, out, len, flags);
+	}
 	splice_pos_done(&sp, in, off_in, ret);
 	return ret;
 }
@@ -652,8 +667,6 @@ PP_EXPORT ssize_t pp_splice(struct pp_file *in, off_t *off_in, struct pp_file *o
 		return pp__ret(-EINVAL);
 	if (!in || !out)
 		return pp__ret(-EBADF);
-	if (pp__is_shared(in) || pp__is_shared(out))
-		return pp__ret(-EINVAL);	/* not yet: docs/shared-pipes.md */
 	/*
 	 * Two OS descriptors: exactly splice(2), holding nothing, since the
 	 * kernel may raise SIGPIPE inside it and a handler may siglongjmp.

@@ -126,6 +126,13 @@ static ssize_t do_tee(struct pp_file *in, struct pp_file *out, size_t len, unsig
 
 	if (!pp__file_readable(in) || !pp__file_writable(out))
 		return -EBADF;
+	if (pp__is_shared(in) || pp__is_shared(out)) {
+		/* shared_splice.c: a copy, as the other process cannot hold our pages. */
+		if (!(pp__is_pipe(in) || pp__is_shared(in)) || !(pp__is_pipe(out) || pp__is_shared(out)) ||
+		    (pp__is_shared(in) && pp__is_shared(out) && pp__shared_same(in, out)))
+			return -EINVAL;
+		return pp__shared_splice_pipes(in, out, len, flags, true);
+	}
 	if (!pp__is_pipe(in) || !pp__is_pipe(out) || in->pipe == out->pipe)
 		return -EINVAL;
 	nonblock = pp__pipe_nonblock(in, flags) || pp__pipe_nonblock(out, flags);
@@ -161,8 +168,6 @@ PP_EXPORT ssize_t pp_tee(struct pp_file *in, struct pp_file *out, size_t len, un
 		return 0;
 	if (!in || !out)
 		return pp__ret(-EBADF);
-	if (pp__is_shared(in) || pp__is_shared(out))
-		return pp__ret(-EINVAL);	/* not yet: docs/shared-pipes.md */
 	if (in->fd >= 0 && out->fd >= 0) {
 		ret = tee(in->fd, out->fd, len, flags);
 		return ret;

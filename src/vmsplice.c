@@ -423,6 +423,8 @@ static ssize_t do_vmsplice(struct pp_file *f, const struct iovec *iov, unsigned 
 		total += min_t(size_t, iov[i].iov_len, PP_MAX_RW - total);
 	if (!total)
 		return 0;	/* before the pipe check, as in Linux */
+	if (pp__is_shared(f))
+		return pp__shared_vmsplice(f, iov, nr_segs, total, flags);
 	if (!pp__is_pipe(f))
 		return -EBADF;
 	if (pp__file_writable(f))
@@ -439,8 +441,6 @@ PP_EXPORT ssize_t pp_vmsplice(struct pp_file *f, const struct iovec *iov, size_t
 		return pp__ret(-EINVAL);
 	if (!f)
 		return pp__ret(-EBADF);
-	if (pp__is_shared(f))
-		return pp__ret(-EINVAL);	/* not yet: docs/shared-pipes.md */
 	if (f->fd >= 0)
 		return vmsplice(f->fd, iov, nr_segs, flags);
 	pp__file_get(f);

@@ -176,7 +176,7 @@ PP_EXPORT ssize_t pp_read_lend(struct pp_file *f, struct iovec *iov, int iovcnt,
 
 	if (!f)
 		return pp__ret(-EBADF);
-	if (!pp__is_pipe(f))
+	if (!pp__is_pipe(f) && !pp__is_shared(f))
 		return pp__ret(-EINVAL);
 	if (!pp__file_readable(f))
 		return pp__ret(-EBADF);
@@ -187,7 +187,11 @@ PP_EXPORT ssize_t pp_read_lend(struct pp_file *f, struct iovec *iov, int iovcnt,
 	if (!count)
 		return 0;
 	pp__file_get(f);
-	r = do_lend(f, iov, iovcnt, min_t(size_t, count, PP_MAX_RW));
+	if (pp__is_shared(f))
+		r = pp__shared_read_lend(f, iov, min_t(int, iovcnt, (int)LOAN_MAX),
+					 min_t(size_t, count, PP_MAX_RW));
+	else
+		r = do_lend(f, iov, iovcnt, min_t(size_t, count, PP_MAX_RW));
 	if (r <= 0)
 		pp__file_put(f);	/* a loan keeps its reference until done */
 	return pp__ret(r);
@@ -201,10 +205,17 @@ PP_EXPORT int pp_read_done(struct pp_file *f, size_t consumed)
 
 	if (!f)
 		return (int)pp__ret(-EBADF);
-	if (!pp__is_pipe(f))
+	if (!pp__is_pipe(f) && !pp__is_shared(f))
 		return (int)pp__ret(-EINVAL);
 	if (!pp__file_readable(f))
 		return (int)pp__ret(-EBADF);	/* the write end has no loan to end */
+	if (pp__is_shared(f)) {
+		int err = pp__shared_read_done(f, consumed);
+
+		if (!err)
+			pp__file_put(f);	/* the loan's */
+		return (int)pp__ret(err);
+	}
 	p = f->pipe;
 	loan = p->loan;
 	if (!__atomic_load_n(&p->loan_active, __ATOMIC_ACQUIRE) || !loan || !loan->active ||
