@@ -75,6 +75,9 @@
 #define RTT_SIZE	64
 #define ZC_CHUNK	65536
 #define ZC_MAXBUF	64
+#define ZC_PIPE		(1 << 20)	/* every zc pipe: pipe-max-size, the most a user gets */
+#define ZC_LIMIT_SLOTS	16		/* chunks in flight at most: a 1 MiB pipe's worth */
+#define ZC_LIMIT_AREA	((ZC_LIMIT_SLOTS + 1) * ZC_CHUNK)
 #define DEF_SECONDS	0.2
 
 /*
@@ -218,11 +221,13 @@ struct job {
 	double secs;			/* how long the writer writes */
 	side_fn writer, reader;		/* side 0 and side 1 */
 	bool rtt;			/* two channels, a: ping -> pong, b: back */
+	bool zc;			/* pipes made 1 MiB (F_SETPIPE_SZ) */
 	struct shm *shm;
 	struct chan a, b;
 	double t_start;			/* writer: when it began */
 	uint64_t sent;			/* writer: bytes written (one-way runs) */
 	void *zc_bufs;			/* writer: pages the pipe may still hold */
+	char *zc_area;			/* zc's limit: its chunks, in the shared mapping */
 };
 
 /*
@@ -241,13 +246,14 @@ static void pair_run(void *arg, struct bench_res *res)
 
 	alarm((unsigned int)j->secs + 60);
 	/* Both rings' data after the struct: the same address in both processes. */
-	map = mmap(NULL, len + 2 * RING_CAP, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-		   -1, 0);
+	map = mmap(NULL, len + 2 * RING_CAP + ZC_LIMIT_AREA, PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (map == MAP_FAILED) {
 		res->err = errno;
 		return;
 	}
 	j->shm = (struct shm *)map;
+	j->zc_area = map + len + 2 * RING_CAP;
 	for (int i = 0; i < 2; i++) {
 		j->shm->ring[i].data = map + len + (size_t)i * RING_CAP;
 		j->shm->ring[i].cap = RING_CAP;
@@ -264,6 +270,10 @@ static void pair_run(void *arg, struct bench_res *res)
 	} else if (!res->err && j->rtt) {
 		res->err = chan_open(&j->b, j->impl, j->shm, 1, j->pin);
 	}
+	if (!res->err && j->zc && j->a.pw && pp_fcntl(j->a.pw, F_SETPIPE_SZ, ZC_PIPE) < 0)
+		res->err = errno;
+	else if (!res->err && j->zc && j->a.wfd >= 0 && fcntl(j->a.wfd, F_SETPIPE_SZ, ZC_PIPE) < 0)
+		res->err = errno;
 	if (res->err)
 		return;
 	fflush(NULL);
@@ -565,6 +575,141 @@ static void rtt_pong(struct job *j, struct bench_res *res)
 /* ---------------------------------------------------------------------- */
 /* Cells, medians and the Markdown tables. */
 
+/* ---------------------------------------------------------------------- */
+/* zc's other columns. */
+
+/*
+ * zc through a shared pagepipe: the writer fills the arena's pages in
+ * place (pp_write_lend, its sequence number stamped into each chunk as
+ * the vmsplice writer stamps its own pages), the reader borrows them
+ * (pp_read_lend) and checks each chunk's stamp: no byte copied on either
+ * side, and unlike the vmsplice column, checked.  The pipe is 1 MiB
+ * (F_SETPIPE_SZ), as big as the vmsplice column's kernel pipe is made.
+ */
+static void zc_pp_writer(struct job *j, struct bench_res *res)
+{
+	uint64_t sent = 0;
+	double deadline;
+
+	j->t_start = bench_now();
+	deadline = j->t_start + j->secs;
+	for (uint64_t seq = 0; bench_now() < deadline; seq++) {
+		size_t left = ZC_CHUNK;
+		bool first = true;
+
+		while (left) {
+			struct iovec iov[16];
+			ssize_t n = pp_write_lend(j->a.pw, iov, 16, left);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				res->err = errno;
+				goto out;
+			}
+			if (first)
+				memcpy(iov[0].iov_base, &seq, 8);
+			first = false;
+			pp_write_done(j->a.pw, (size_t)n);
+			left -= (size_t)n;
+			sent += (uint64_t)n;
+		}
+	}
+out:
+	chan_close_write(&j->a);
+	j->sent = sent;
+}
+
+static void zc_pp_reader(struct job *j, struct bench_res *res)
+{
+	struct shm *s = j->shm;
+	uint64_t pos = 0, v;
+
+	(void)res;
+	for (;;) {
+		struct iovec iov[64];
+		ssize_t n = pp_read_lend(j->a.pr, iov, 64, 1 << 20);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			s->err = errno;
+			chan_close_read(&j->a);
+			break;
+		}
+		if (!n)
+			break;
+		for (size_t i = 0, sum = 0; sum < (size_t)n; sum += iov[i++].iov_len) {
+			if ((pos + sum) % ZC_CHUNK || iov[i].iov_len < 8)
+				continue;
+			memcpy(&v, iov[i].iov_base, 8);
+			if (!s->err && v != (pos + sum) / ZC_CHUNK)
+				s->err = EBADMSG;
+		}
+		pp_read_done(j->a.pr, (size_t)n);
+		pos += (uint64_t)n;
+		s->got += (uint64_t)n;
+	}
+	s->t_end = bench_now();
+}
+
+/*
+ * zc's limit: chunks handed over by reference with nothing else, two
+ * counters in shared memory.  The writer stamps chunk seq % 17 of a shared
+ * area and publishes seq + 1 (release: the stamp before the count); the
+ * reader, having seen it (acquire), checks the stamp and publishes its own
+ * count, which frees the chunk (release: its read of the stamp before the
+ * writer stamps that chunk again, acquire there).  At most 16 chunks are in
+ * flight, a 1 MiB pipe's worth.
+ */
+static void zc_limit_writer(struct job *j, struct bench_res *res)
+{
+	struct shm *s = j->shm;
+	unsigned int spins = 0;
+	uint64_t seq = 0;
+	double deadline;
+
+	(void)res;
+	j->t_start = bench_now();
+	deadline = j->t_start + j->secs;
+	for (; bench_now() < deadline; seq++) {
+		while (seq - atomic_load_explicit(&s->pong, memory_order_acquire) >= ZC_LIMIT_SLOTS)
+			flag_wait(j, &spins);
+		memcpy(j->zc_area + (seq % (ZC_LIMIT_SLOTS + 1)) * ZC_CHUNK, &seq, 8);
+		atomic_store_explicit(&s->ping, seq + 1, memory_order_release);
+	}
+	/* Taken, all of it, before the stop hides the last count. */
+	while (atomic_load_explicit(&s->pong, memory_order_acquire) != seq)
+		flag_wait(j, &spins);
+	atomic_store_explicit(&s->ping, RTT_STOP, memory_order_release);
+	j->sent = seq * ZC_CHUNK;
+}
+
+static void zc_limit_reader(struct job *j, struct bench_res *res)
+{
+	struct shm *s = j->shm;
+	unsigned int spins = 0;
+	uint64_t seq = 0, v, pub = 0;
+
+	(void)res;
+	for (;;) {
+		while (seq >= pub) {
+			pub = atomic_load_explicit(&s->ping, memory_order_acquire);
+			if (pub == RTT_STOP)
+				goto out;
+			if (seq >= pub)
+				flag_wait(j, &spins);
+		}
+		memcpy(&v, j->zc_area + (seq % (ZC_LIMIT_SLOTS + 1)) * ZC_CHUNK, 8);
+		if (!s->err && v != seq)
+			s->err = EBADMSG;
+		atomic_store_explicit(&s->pong, ++seq, memory_order_release);
+		s->got += ZC_CHUNK;
+	}
+out:
+	s->t_end = bench_now();
+}
+
 static unsigned int runs;
 static double secs;
 
@@ -643,24 +788,38 @@ static void table_zc(enum bench_pin pin)
 	struct job jobs[NIMPL] = {
 		[KERN] = job(KERN, ZC_CHUNK, pin, msg_writer, msg_reader),
 		[ZC] = job(ZC, ZC_CHUNK, pin, zc_writer, zc_reader),
+		[PP] = job(PP, ZC_CHUNK, pin, zc_pp_writer, zc_pp_reader),
+		[LIMIT] = job(LIMIT, ZC_CHUNK, pin, zc_limit_writer, zc_limit_reader),
 	};
 	struct bench_cell c[NIMPL];
-	char a[32], b[32], d[32];
+	char a[32], b[32], d[32], e[32], f[32], g[32], h[32];
 
-	heading("zc: 64 KiB chunks through a kernel pipe, zero copy against write + read", pin,
-		"GB/s (10^9 B/s); vmsplice = the writer vmsplice(2)s its own pages (no "
+	for (int i = 0; i < NIMPL; i++)
+		jobs[i].zc = true;
+	heading("zc: 64 KiB chunks between two processes, zero copy", pin,
+		"GB/s (10^9 B/s); write+read = write(2) and read(2) of the chunks through a "
+		"kernel pipe; vmsplice = the writer vmsplice(2)s its own pages (no "
 		"SPLICE_F_GIFT, a ring of buffers one deeper than the pipe) and the reader "
 		"splice(2)s them to /dev/null: no byte copied or read, so no integrity check, "
-		"only the byte count; write+read = write(2) and read(2) of the same chunks, "
-		"sequence numbers checked");
+		"only the byte count; pagepipe = a PP_O_SHARED pagepipe, the writer fills the "
+		"arena's pages in place (pp_write_lend) and the reader borrows them "
+		"(pp_read_lend), sequence numbers checked; limit = chunks handed over by "
+		"reference through two counters in shared memory, spinning. Every pipe 1 MiB");
 	run_row(jobs, c, false);
 	for (int i = 0; i < NIMPL; i++)
 		c[i].med /= 1000.0;
-	printf("| chunk | write+read GB/s | vmsplice+splice GB/s | vmsplice/write |\n");
-	printf("|------:|----------------:|---------------------:|---------------:|\n");
-	printf("| 64K | %s | %s | %s |\n", bench_fmt_cell(a, sizeof(a), &c[KERN], "%.2f"),
+	printf("| chunk | write+read GB/s | vmsplice+splice GB/s | pagepipe GB/s | limit GB/s "
+	       "| vmsplice/write | pp/vmsplice | pp/limit |\n");
+	printf("|------:|----------------:|---------------------:|--------------:|-----------:"
+	       "|---------------:|------------:|---------:|\n");
+	printf("| 64K | %s | %s | %s | %s | %s | %s | %s |\n",
+	       bench_fmt_cell(a, sizeof(a), &c[KERN], "%.2f"),
 	       bench_fmt_cell(b, sizeof(b), &c[ZC], "%.2f"),
-	       bench_fmt_cell_ratio(d, sizeof(d), &c[ZC], &c[KERN]));
+	       bench_fmt_cell(e, sizeof(e), &c[PP], "%.2f"),
+	       bench_fmt_cell(f, sizeof(f), &c[LIMIT], "%.2f"),
+	       bench_fmt_cell_ratio(d, sizeof(d), &c[ZC], &c[KERN]),
+	       bench_fmt_cell_ratio(g, sizeof(g), &c[PP], &c[ZC]),
+	       bench_fmt_cell_ratio(h, sizeof(h), &c[PP], &c[LIMIT]));
 	fflush(stdout);
 }
 

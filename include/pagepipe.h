@@ -323,6 +323,26 @@ ssize_t  pp_write_ref(struct pp_file *f, const void *buf, size_t count,
 ssize_t  pp_read_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t count);
 int      pp_read_done(struct pp_file *f, size_t consumed);
 
+/*
+ * pp_write_lend() lends the pipe's own memory to a writer that builds its
+ * bytes in place: up to iovcnt iovecs (at most 64), at most count bytes in
+ * all, each the start of a free page of the pipe's (of a shared pipe's
+ * arena, the memory its reading processes see: this is the zero-copy write
+ * between processes).  Waits as write does for a free slot (EAGAIN for an
+ * O_NONBLOCK end; EPIPE and SIGPIPE once no reader is left) and lends no
+ * more pages than there are free slots; returns the bytes lent, or -1.
+ * pp_write_done() queues the first `filled` bytes of what was lent (at most
+ * that), page by page in iovec order, a slot each, gives back the pages
+ * not filled, and ends the lease.  Until then the calling thread holds the
+ * pipe's producer lock: other writers wait, and a write, resize or second
+ * lease on the same pipe from that thread would deadlock; call
+ * pp_write_done() from the thread that took the lease.  Slots queued this
+ * way are never appended to by a later write.  pp_write_done() fails with
+ * EINVAL when f holds no lease.
+ */
+ssize_t  pp_write_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t count);
+int      pp_write_done(struct pp_file *f, size_t filled);
+
 #ifdef __cplusplus
 }
 #endif

@@ -266,6 +266,62 @@ int pp__arena_page_alloc(struct pp__arena *a, uint32_t *idx)
 	return poison(a);
 }
 
+/*
+ * Up to n pages in one pop.  The walk reads links from the head as a pop
+ * reads one: a link of a page that another pop took meanwhile may be
+ * anything, but then the head's tag has changed and the CAS fails; when it
+ * succeeds, every page walked was at the front of the list all along, so
+ * the links read were theirs.  Returns the pages taken (at least 1),
+ * -ENOMEM when none is free, or -EIO.
+ */
+int pp__arena_page_alloc_many(struct pp__arena *a, uint32_t *idx, unsigned int n)
+{
+	uint64_t *head = &hdr(a)->free_head;
+	uint64_t h = __atomic_load_n(head, __ATOMIC_ACQUIRE);
+
+	if (pp__arena_poisoned(a))
+		return -EIO;
+	for (uint32_t tries = 0; tries < ARENA_CAS_MAX; tries++) {
+		uint32_t i = (uint32_t)h;
+		unsigned int k = 0;
+		bool bad = false;
+
+		if (i == PP_ARENA_NIL)
+			return -ENOMEM;
+		while (k < n && i != PP_ARENA_NIL) {
+			if (i >= a->lay.npages) {
+				bad = true;	/* stale, or corrupt: the CAS below tells */
+				break;
+			}
+			idx[k++] = i;
+			i = __atomic_load_n(&next_of(a)[i], __ATOMIC_RELAXED);
+		}
+		PP__ARENA_POP_STEP(a);
+		if (bad) {
+			uint64_t now = __atomic_load_n(head, __ATOMIC_ACQUIRE);
+
+			if (now == h)
+				return poison(a);	/* the list as it stands holds it */
+			h = now;
+			continue;
+		}
+		if (!__atomic_compare_exchange_n(head, &h, ((h >> 32) + 1) << 32 | i, false,
+						 __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
+			continue;
+		if (i != PP_ARENA_NIL && i >= a->lay.npages)
+			return poison(a);
+		for (unsigned int j = 0; j < k; j++) {
+			uint32_t zero = 0;
+
+			if (!__atomic_compare_exchange_n(&refs(a)[idx[j]], &zero, 1, false,
+							 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+				return poison(a);
+		}
+		return (int)k;
+	}
+	return poison(a);
+}
+
 static int push(struct pp__arena *a, uint32_t idx)
 {
 	uint64_t *head = &hdr(a)->free_head;
@@ -316,6 +372,49 @@ int pp__arena_page_put(struct pp__arena *a, uint32_t idx)
 	} while (!__atomic_compare_exchange_n(&refs(a)[idx], &old, old - 1, true,
 					      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
 	return old == 1 ? push(a, idx) : 0;
+}
+
+/*
+ * Drop a reference to each of n pages; those that reach 0 go back in one
+ * push, linked among themselves first (release: the links and the pages'
+ * bytes before the push that shows them, as push()).
+ */
+int pp__arena_page_put_many(struct pp__arena *a, const uint32_t *idx, unsigned int n)
+{
+	uint64_t *head = &hdr(a)->free_head;
+	uint32_t first = PP_ARENA_NIL, last = PP_ARENA_NIL;
+	uint64_t h;
+
+	if (pp__arena_poisoned(a))
+		return -EIO;
+	for (unsigned int j = 0; j < n; j++) {
+		uint32_t old;
+
+		if (idx[j] >= a->lay.npages)
+			return poison(a);
+		old = __atomic_load_n(&refs(a)[idx[j]], __ATOMIC_RELAXED);
+		do {
+			if (!old)
+				return poison(a);	/* one put too many */
+		} while (!__atomic_compare_exchange_n(&refs(a)[idx[j]], &old, old - 1, true,
+						      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+		if (old != 1)
+			continue;
+		__atomic_store_n(&next_of(a)[idx[j]], first, __ATOMIC_RELAXED);
+		if (last == PP_ARENA_NIL)
+			last = idx[j];
+		first = idx[j];
+	}
+	if (first == PP_ARENA_NIL)
+		return 0;
+	h = __atomic_load_n(head, __ATOMIC_RELAXED);
+	for (uint32_t tries = 0; tries < ARENA_CAS_MAX; tries++) {
+		__atomic_store_n(&next_of(a)[last], (uint32_t)h, __ATOMIC_RELAXED);
+		if (__atomic_compare_exchange_n(head, &h, ((h >> 32) + 1) << 32 | first, false,
+						__ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			return 0;
+	}
+	return poison(a);
 }
 
 uint32_t pp__arena_free_pages(struct pp__arena *a)

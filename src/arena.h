@@ -61,6 +61,9 @@ void pp__arena_unmap(struct pp__arena *a);
  * out of range (and the arena poisoned).
  */
 int   pp__arena_page_alloc(struct pp__arena *a, uint32_t *idx);
+/* Batches: up to n pages in one pop (how many, or -errno); n puts, one push. */
+int   pp__arena_page_alloc_many(struct pp__arena *a, uint32_t *idx, unsigned int n);
+int   pp__arena_page_put_many(struct pp__arena *a, const uint32_t *idx, unsigned int n);
 int   pp__arena_page_get(struct pp__arena *a, uint32_t idx);
 int   pp__arena_page_put(struct pp__arena *a, uint32_t idx);
 void *pp__arena_page(struct pp__arena *a, uint32_t idx);

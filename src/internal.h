@@ -84,13 +84,16 @@ bool    pp__shared_same(const struct pp_file *a, const struct pp_file *b);
 void    pp__shared_blocking(struct pp_file *f, bool on);
 int     pp__shared_wait(struct pp_file *f);
 ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax, size_t count,
-			bool nonblock);
+			bool nonblock, bool packets);
 void    pp__shared_consume(struct pp_file *f, size_t n);
 int     pp__shared_reserve(struct pp_file *f, unsigned int want, bool nonblock, void **pages,
 			   uint32_t *idx);
 ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, const size_t *lens);
 ssize_t pp__shared_read_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t count);
 int     pp__shared_read_done(struct pp_file *f, size_t consumed);
+#define PP_LEASE_MAX	64u	/* pages one pp_write_lend() lends at most */
+ssize_t pp__shared_write_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t count);
+int     pp__shared_write_done(struct pp_file *f, size_t filled);
 /* splice, tee and vmsplice on shared ends (shared_splice.c), after splice.c's checks. */
 ssize_t pp__shared_splice_in(struct pp_file *in, off_t *ppos, struct pp_file *out, size_t len,
 			     unsigned int flags);

@@ -43,6 +43,7 @@
 
 struct pp_file;
 struct pp__loan;
+struct pp__lease;
 struct pp_iov_iter;
 
 /*
@@ -160,6 +161,7 @@ struct pp_pipe {
 	struct pp__loan *loan;		/* the read loan in progress (zerocopy.c), under rd_mutex */
 	bool loan_active;		/* atomic: a loan holds rd_mutex */
 	pthread_t loan_owner;		/* atomic: the thread that holds it, while loan_active */
+	struct pp__lease *lease;	/* the write lease in progress (zerocopy.c), under wr_mutex */
 
 	_Alignas(PP_CACHELINE) unsigned int tail;	/* free running; release store by the consumer */
 

@@ -55,7 +55,16 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#define SH_SLOTS	256u		/* the arena's slots and pages: 1 MiB, pipe-max-size */
+#define SH_SLOTS	256u		/* the arena's slots: 1 MiB, pipe-max-size */
+/*
+ * Its pages: a page for every slot, and a few more.  A reader moves tail
+ * before it gives the emptied slot's page back (a reader killed between
+ * the two must leak that page rather than free it twice), so a writer may
+ * count a free slot whose page is not back yet: with max_usage at
+ * SH_SLOTS it would find no page.  One reader is in that window at a
+ * time (rd_lock); the rest is margin.
+ */
+#define SH_PAGES	(SH_SLOTS + 4u)
 #define SH_SLEEP_NS	50000000L	/* a sleep re-checks the tokens this often */
 #define SH_SPIN_NS	20000LL		/* before sleeping, when a peer may be running */
 #define SH_YIELD_NS	200000LL	/* yielding to a peer on our CPU, before sleeping */
@@ -102,6 +111,8 @@ _Static_assert(sizeof(struct sh_slot) <= PP_ARENA_SLOT_SIZE, "slot outgrew its r
 struct sh_pipe {
 	struct pp__arena arena;
 	unsigned int ends;		/* ends of it open here; under reg_lock */
+	bool loan_active;		/* atomic: a read loan holds rd_lock, */
+	pthread_t loan_owner;		/* taken by this thread */
 };
 
 /* One end, as this process holds it. */
@@ -110,7 +121,11 @@ struct sh_end {
 	int side;			/* 0 read, 1 write */
 	int token;			/* the token pipe's side, see above; -1 once closed */
 	size_t loan;			/* pp_read_lend(): bytes lent, rd_lock held till done */
-	bool lending;
+	bool lending;			/* atomic */
+	bool leasing;			/* atomic: pp_write_lend(), wr_lock held till done */
+	unsigned int lease_n;		/* pages reserved, their indices: */
+	size_t lease_len;
+	uint32_t lease_idx[PP_LEASE_MAX];
 	struct sh_end *prev, *next;	/* every end this process holds; under reg_lock */
 };
 
@@ -466,6 +481,40 @@ static int check_bounds(struct sh_pipe *sp, uint32_t head, uint32_t tail)
  * the next write, so message traffic does not go through the arena's free
  * list.  spare is an exchange away from either side.
  */
+/*
+ * A free slot and no free page.  Every slot has a page of its own and a
+ * few more (SH_PAGES), so a reader is between its store of tail and the
+ * return of the pages it retired (slot_retire, pp__shared_consume): they
+ * are a moment away.  Wait for them with no lock held, a yield at first,
+ * then a millisecond at a time, a second at most: a reader that died
+ * there took them with it, and the write fails with ENOMEM.  0: look again.
+ */
+static int pages_wait(unsigned int *tries)
+{
+	const struct timespec ms = { 0, 1000000 };
+
+	if (++*tries > 1064)
+		return -ENOMEM;
+	if (*tries <= 64)
+		sched_yield();
+	else
+		nanosleep(&ms, NULL);
+	return 0;
+}
+
+/* The spare alone: 1 taken, 0 none, -EIO. */
+static int page_take_spare(struct sh_pipe *sp, uint32_t *idx)
+{
+	uint32_t spare = __atomic_exchange_n(&ctrl(sp)->spare, 0, __ATOMIC_ACQUIRE);
+
+	if (!spare)
+		return 0;
+	if (spare - 1 >= sp->arena.lay.npages)
+		return corrupt(sp);
+	*idx = spare - 1;
+	return 1;
+}
+
 static int page_take(struct sh_pipe *sp, uint32_t *idx)
 {
 	uint32_t spare = __atomic_exchange_n(&ctrl(sp)->spare, 0, __ATOMIC_ACQUIRE);
@@ -533,6 +582,7 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	ssize_t total = pp__iov_total(iov, iovcnt), ret = 0;
 	size_t left, chars;
 	uint32_t head, tail, flags;
+	unsigned int tries = 0;
 	bool gone = false;
 	int err;
 
@@ -603,6 +653,16 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 			continue;
 		}
 		err = page_take(sp, &idx);
+		if (err == -ENOMEM) {
+			side_unlock(&c->wr_lock);
+			err = pages_wait(&tries);
+			if (!err)
+				err = side_lock(sp, &c->wr_lock);
+			if (err)
+				return ret ? ret : err;
+			head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
+			continue;
+		}
 		if (err) {
 			if (!ret)
 				ret = err;
@@ -885,12 +945,12 @@ int pp__shared_wait(struct pp_file *f)
 
 /*
  * Lend the front of the pipe: up to nmax iovecs, count bytes, one per slot,
- * pointing into the arena.  Waits as a read does unless nonblock (-EAGAIN);
+ * pointing into the arena, and no further than one packet if packets.  Waits as a read does unless nonblock (-EAGAIN);
  * 0 at EOF.  With bytes lent (> 0), rd_lock stays held for
  * pp__shared_consume().
  */
 ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax, size_t count,
-			bool nonblock)
+			bool nonblock, bool packets)
 {
 	struct sh_end *e = end_of(f);
 	struct sh_pipe *sp = e->sp;
@@ -958,6 +1018,8 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 			len = min_t(size_t, end - off, count - lent);
 			iov[n++] = (struct iovec){ page + off, len };
 			lent += len;
+			if (packets && (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_PACKET))
+				break;	/* as a read: one packet at most */
 		}
 		if (err < 0)
 			break;
@@ -974,15 +1036,21 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 	return err;
 }
 
-/* Take the first n bytes of what was lent out of the pipe, and end the lend. */
+/*
+ * Take the first n bytes of what was lent out of the pipe, and end the
+ * lend.  Emptied slots retire as in slot_retire(), the last one sealed
+ * first, but together: one store of tail, then their pages in one push
+ * (after tail, for the reason slot_retire gives).
+ */
 void pp__shared_consume(struct pp_file *f, size_t n)
 {
 	struct sh_end *e = end_of(f);
 	struct sh_pipe *sp = e->sp;
 	struct sh_ctrl *c = ctrl(sp);
-	uint32_t tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
+	uint32_t tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED), tail0 = tail;
 	uint32_t head = __atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
-	bool freed = false;
+	uint32_t freed[SH_SLOTS];
+	unsigned int nf = 0;
 
 	while (n && tail != head && !check_bounds(sp, head, tail)) {
 		struct sh_slot *s = slot(sp, tail);
@@ -999,13 +1067,23 @@ void pp__shared_consume(struct pp_file *f, size_t n)
 		off += (uint32_t)take;
 		n -= take;
 		__atomic_store_n(&s->offset, off, __ATOMIC_RELAXED);
-		if (off != end || slot_retire(sp, s, tail, head, se) <= 0)
+		if (off != end || (se & SLOT_WRITING))
 			break;
-		freed = true;
+		/* Acq_rel: no merge lands after this; a lost race is a merge to read. */
+		if (tail + 1 == head && !(se & SLOT_SEALED) &&
+		    !__atomic_compare_exchange_n(&s->end, &se, se | SLOT_SEALED, false,
+						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			break;
+		freed[nf++] = __atomic_load_n(&s->page, __ATOMIC_RELAXED);
 		tail++;
 	}
+	if (tail != tail0) {
+		/* Hands the slots back: pairs with the writer's acquire load of tail. */
+		__atomic_store_n(&c->tail, tail, __ATOMIC_RELEASE);
+		pp__arena_page_put_many(&sp->arena, freed, nf);
+	}
 	side_unlock(&c->rd_lock);
-	if (freed)
+	if (nf)
 		wake(&c->wr_wait, &c->wr_sleepers);
 }
 
@@ -1022,13 +1100,14 @@ int pp__shared_reserve(struct pp_file *f, unsigned int want, bool nonblock, void
 	struct sh_pipe *sp = e->sp;
 	struct sh_ctrl *c = ctrl(sp);
 	uint32_t head, tail, room;
-	unsigned int n;
+	unsigned int n, tries = 0;
 	int err;
 
 	note_cpu(c, e->side);
 	err = side_lock(sp, &c->wr_lock);
 	if (err)
 		return err;
+again:
 	for (;;) {
 		head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
 		tail = __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE);
@@ -1054,15 +1133,31 @@ int pp__shared_reserve(struct pp_file *f, unsigned int want, bool nonblock, void
 			return err;
 	}
 	want = min_t(unsigned int, want, room);
-	for (n = 0; n < want; n++) {
-		err = page_take(sp, &idx[n]);
-		if (!err && !(pages[n] = pp__arena_page(&sp->arena, idx[n])))
-			err = -EIO;
-		if (err)
-			break;
+	/* The spare first, then the rest in one pop: a page at a time costs a line each. */
+	err = page_take_spare(sp, &idx[0]);
+	n = err > 0;
+	while (err >= 0 && n < want) {
+		err = pp__arena_page_alloc_many(&sp->arena, &idx[n], want - n);
+		if (err > 0)
+			n += (unsigned int)err;
 	}
-	if (n)
+	if (err == -ENOMEM && !n) {
+		side_unlock(&c->wr_lock);
+		err = pages_wait(&tries);
+		if (err)
+			return err;
+		err = side_lock(sp, &c->wr_lock);
+		if (err)
+			return err;
+		goto again;
+	}
+	for (unsigned int i = 0; i < n; i++)
+		if (!(pages[i] = pp__arena_page(&sp->arena, idx[i])))
+			err = -EIO;	/* poisoned: commit gives them back, or not */
+	if (n && err != -EIO)
 		return (int)n;
+	if (n)
+		pp__arena_page_put_many(&sp->arena, idx, n);
 out:
 	side_unlock(&c->wr_lock);
 	return err;
@@ -1083,11 +1178,14 @@ ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, cons
 	uint32_t head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
 	ssize_t ret = 0;
 
+	uint32_t unused[SH_SLOTS];
+	unsigned int nu = 0;
+
 	for (unsigned int i = 0; i < n; i++) {
 		struct sh_slot *s;
 
 		if (!lens[i]) {
-			pp__arena_page_put(&sp->arena, idx[i]);
+			unused[nu++] = idx[i];
 			continue;
 		}
 		s = slot(sp, head++);
@@ -1099,6 +1197,8 @@ ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, cons
 	}
 	/* Release: the slots and their pages' bytes before the head that shows them. */
 	__atomic_store_n(&c->head, head, __ATOMIC_RELEASE);
+	if (nu)
+		pp__arena_page_put_many(&sp->arena, unused, nu);
 	side_unlock(&c->wr_lock);
 	if (ret)
 		wake(&c->rd_wait, &c->rd_sleepers);
@@ -1109,10 +1209,12 @@ ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, cons
 ssize_t pp__shared_read_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t count)
 {
 	struct sh_end *e = end_of(f);
-	ssize_t r = pp__shared_lend(f, iov, (unsigned int)iovcnt, count, pp__shared_nonblock(f));
+	ssize_t r = pp__shared_lend(f, iov, (unsigned int)iovcnt, count, pp__shared_nonblock(f), true);
 
 	if (r > 0) {
 		e->loan = (size_t)r;
+		__atomic_store_n(&e->sp->loan_owner, pthread_self(), __ATOMIC_RELAXED);
+		__atomic_store_n(&e->sp->loan_active, true, __ATOMIC_RELEASE);
 		__atomic_store_n(&e->lending, true, __ATOMIC_RELEASE);
 	}
 	return r;
@@ -1125,7 +1227,62 @@ int pp__shared_read_done(struct pp_file *f, size_t consumed)
 	if (!__atomic_load_n(&e->lending, __ATOMIC_ACQUIRE))
 		return -EINVAL;
 	__atomic_store_n(&e->lending, false, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->sp->loan_active, false, __ATOMIC_RELEASE);
 	pp__shared_consume(f, min_t(size_t, consumed, e->loan));
+	return 0;
+}
+
+/* Does this thread hold rd_lock in a read loan?  Then FIONREAD and resize have it already. */
+static bool loan_held_here(struct sh_pipe *sp)
+{
+	return __atomic_load_n(&sp->loan_active, __ATOMIC_ACQUIRE) &&
+	       pthread_equal(__atomic_load_n(&sp->loan_owner, __ATOMIC_RELAXED), pthread_self());
+}
+
+/*
+ * pp_write_lend() and pp_write_done() on a shared write end: a
+ * reservation, held by the end.  The pages are the arena's, the only
+ * memory the reading processes see.
+ */
+ssize_t pp__shared_write_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t count)
+{
+	struct sh_end *e = end_of(f);
+	void *pages[PP_LEASE_MAX];
+	unsigned int want = (unsigned int)min_t(size_t, (size_t)iovcnt,
+						(count + pp__page_size - 1) / pp__page_size);
+	size_t left = count;
+	int n;
+
+	n = pp__shared_reserve(f, min_t(unsigned int, want, PP_LEASE_MAX), pp__shared_nonblock(f),
+			       pages, e->lease_idx);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++) {
+		size_t l = min_t(size_t, left, pp__page_size);
+
+		iov[i] = (struct iovec){ pages[i], l };
+		left -= l;
+	}
+	e->lease_n = (unsigned int)n;
+	e->lease_len = count - left;
+	__atomic_store_n(&e->leasing, true, __ATOMIC_RELEASE);
+	return (ssize_t)(count - left);
+}
+
+int pp__shared_write_done(struct pp_file *f, size_t filled)
+{
+	struct sh_end *e = end_of(f);
+	size_t lens[PP_LEASE_MAX];
+
+	if (!__atomic_load_n(&e->leasing, __ATOMIC_ACQUIRE))
+		return -EINVAL;
+	__atomic_store_n(&e->leasing, false, __ATOMIC_RELAXED);
+	filled = min_t(size_t, filled, e->lease_len);
+	for (unsigned int i = 0; i < e->lease_n; i++) {
+		lens[i] = min_t(size_t, filled, pp__page_size);
+		filled -= lens[i];
+	}
+	pp__shared_commit(f, e->lease_idx, e->lease_n, lens);
 	return 0;
 }
 
@@ -1272,7 +1429,7 @@ int pp__shared_pipe2(struct pp_file *ends[2], int flags)
 	sp = calloc(1, sizeof(*sp));
 	if (!sp)
 		return -ENOMEM;
-	err = pp__arena_create(&sp->arena, SH_SLOTS, SH_SLOTS);
+	err = pp__arena_create(&sp->arena, SH_PAGES, SH_SLOTS);
 	if (err) {
 		free(sp);
 		return err;
@@ -1444,6 +1601,7 @@ static int set_size(struct sh_end *e, unsigned long arg)
 	struct sh_ctrl *c = ctrl(sp);
 	unsigned long nr = 1;
 	uint32_t head, tail;
+	bool held;
 	int err;
 
 	/* round_pipe_size(): a page at least, a power of two of pages. */
@@ -1454,13 +1612,15 @@ static int set_size(struct sh_end *e, unsigned long arg)
 	/* Above pipe-max-size, as the kernel answers an unprivileged caller. */
 	if (nr > SH_SLOTS)
 		return -EPERM;
-	/* rd_lock first, always (wait_writing). */
-	err = side_lock(sp, &c->rd_lock);
+	/* rd_lock first, always (wait_writing); a read loan of this thread holds it. */
+	held = loan_held_here(sp);
+	err = held ? 0 : side_lock(sp, &c->rd_lock);
 	if (err)
 		return err;
 	err = side_lock(sp, &c->wr_lock);
 	if (err) {
-		side_unlock(&c->rd_lock);
+		if (!held)
+			side_unlock(&c->rd_lock);
 		return err;
 	}
 	head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
@@ -1471,7 +1631,8 @@ static int set_size(struct sh_end *e, unsigned long arg)
 	if (!err)
 		__atomic_store_n(&c->max_usage, (uint32_t)nr, __ATOMIC_RELAXED);
 	side_unlock(&c->wr_lock);
-	side_unlock(&c->rd_lock);
+	if (!held)
+		side_unlock(&c->rd_lock);
 	if (err)
 		return err;
 	wake_all(c);
@@ -1518,7 +1679,9 @@ int pp__shared_fionread(struct pp_file *f, int *out)
 	unsigned int sum = 0;
 	int err;
 
-	err = side_lock(sp, &c->rd_lock);
+	bool held = loan_held_here(sp);
+
+	err = held ? 0 : side_lock(sp, &c->rd_lock);
 	if (err)
 		return err;
 	tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
@@ -1534,7 +1697,8 @@ int pp__shared_fionread(struct pp_file *f, int *out)
 		else
 			sum += end - off;
 	}
-	side_unlock(&c->rd_lock);
+	if (!held)
+		side_unlock(&c->rd_lock);
 	if (err)
 		return err;
 	*out = (int)sum;

@@ -245,7 +245,7 @@ ssize_t pp__shared_splice_out(struct pp_file *in, struct pp_file *out, off_t *pp
 	err = pp__splice_wait_output(out, pp__splice_output_nonblock(out, flags), false);
 	if (err)
 		return err;
-	lent = pp__shared_lend(in, iov, SH_BATCH, len, nonblock);
+	lent = pp__shared_lend(in, iov, SH_BATCH, len, nonblock, false);
 	if (lent <= 0)
 		return lent;
 	for (ssize_t sum = 0; sum < lent; n++) {
@@ -361,7 +361,7 @@ ssize_t pp__shared_splice_pipes(struct pp_file *in, struct pp_file *out, size_t 
 		if (pp__is_shared(in)) {
 			struct iovec iov[SH_BATCH];
 			unsigned int n = 0;
-			ssize_t lent = pp__shared_lend(in, iov, SH_BATCH, len, nonblock), w;
+			ssize_t lent = pp__shared_lend(in, iov, SH_BATCH, len, nonblock, false), w;
 			int err;
 
 			if (lent <= 0)
@@ -444,7 +444,7 @@ ssize_t pp__shared_vmsplice(struct pp_file *f, const struct iovec *iov, unsigned
 	} else {
 		struct iovec src_iov[SH_BATCH];
 		struct pp_iov_iter dst = { iov, (int)nr_segs, 0 }, src;
-		ssize_t lent = pp__shared_lend(f, src_iov, SH_BATCH, total, nonblock);
+		ssize_t lent = pp__shared_lend(f, src_iov, SH_BATCH, total, nonblock, false);
 		unsigned int n = 0;
 		size_t copied;
 

@@ -233,3 +233,157 @@ PP_EXPORT int pp_read_done(struct pp_file *f, size_t consumed)
 	pp__file_put(f);
 	return 0;
 }
+
+/* ---------------------------------------------------------------------- */
+/*
+ * A write that fills the pipe's own pages in place: pp_write_lend() lends
+ * pages for free slots with the producer lock held, pp_write_done()
+ * pushes the filled ones as whole slots and lets the lock go.  What a
+ * writer that builds its message in place saves is the copy write()
+ * makes; for a shared pipe the pages are the arena's (shared.c), the one
+ * memory a reader in another process can see, so this is its zero-copy
+ * write.
+ */
+struct pp__lease {
+	bool active;
+	struct pp_file *owner;		/* the write end the lease was made on */
+	unsigned int nr;
+	size_t lent;
+	void *pages[PP_LEASE_MAX];
+};
+
+void pp__lease_free(struct pp_pipe *p, struct pp__lease *lease)
+{
+	(void)p;
+	free(lease);
+}
+
+static ssize_t do_write_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t count)
+{
+	struct pp_pipe *p = f->pipe;
+	bool nonblock = pp__file_flags(f) & O_NONBLOCK;
+	unsigned int want = (unsigned int)min_t(size_t, min_t(size_t, (size_t)iovcnt, PP_LEASE_MAX),
+						(count + pp__page_size - 1) / pp__page_size);
+	struct pp__lease *lease;
+	unsigned int room, n;
+	size_t left = count;
+	int err;
+
+	pp__pipe_lock_producer(p);
+	for (;;) {
+		if (!pp__pipe_readers(p)) {
+			err = pp__pipe_epipe(f);
+			goto fail;
+		}
+		if (!pp__pipe_full(p))
+			break;
+		pp__pipe_unlock_producer(p);
+		err = pp__pipe_wait_room(f, nonblock);
+		pp__pipe_lock_producer(p);
+		if (err)
+			goto fail;
+	}
+	if (!p->lease && !(p->lease = calloc(1, sizeof(*p->lease)))) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	lease = p->lease;
+	room = pp__pipe_max_usage(p) - pp__pipe_occupancy(p);
+	want = min_t(unsigned int, want, room);
+	for (n = 0; n < want; n++) {
+		size_t l = min_t(size_t, left, pp__page_size);
+
+		lease->pages[n] = pp__page_alloc(p);
+		if (!lease->pages[n])
+			break;
+		iov[n] = (struct iovec){ lease->pages[n], l };
+		left -= l;
+	}
+	if (!n) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	lease->nr = n;
+	lease->lent = count - left;
+	lease->owner = f;
+	lease->active = true;
+	return (ssize_t)lease->lent;	/* the producer lock stays held until pp_write_done() */
+fail:
+	pp__pipe_unlock_producer(p);
+	return err;
+}
+
+static int do_write_done(struct pp_file *f, size_t filled)
+{
+	struct pp_pipe *p = f->pipe;
+	struct pp__lease *lease = p->lease;
+	size_t pushed = 0;
+
+	/* Only the lease holder can have set active, and it holds wr_mutex: no race. */
+	if (!lease || !lease->active || lease->owner != f)
+		return -EINVAL;
+	filled = min_t(size_t, filled, lease->lent);
+	for (unsigned int i = 0; i < lease->nr; i++) {
+		size_t l = min_t(size_t, filled, pp__page_size);
+		struct pp_buf buf = { .page = lease->pages[i], .len = (unsigned int)l,
+				      .ops = &pp_anon_buf_ops };
+
+		if (!l) {
+			pp__page_free(p, lease->pages[i]);
+			continue;
+		}
+		/* Not CAN_MERGE: the writer may still hold the address; nothing appends to it. */
+		pp__pipe_push(p, &buf);
+		filled -= l;
+		pushed += l;
+	}
+	lease->active = false;
+	lease->owner = NULL;
+	pp__pipe_unlock_producer(p);
+	if (pushed)
+		pp__pipe_wake_readers(p);
+	return 0;
+}
+
+PP_EXPORT ssize_t pp_write_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t count)
+{
+	ssize_t r;
+
+	if (!f)
+		return pp__ret(-EBADF);
+	if (!pp__is_pipe(f) && !pp__is_shared(f))
+		return pp__ret(-EINVAL);
+	if (!pp__file_writable(f))
+		return pp__ret(-EBADF);
+	if (iovcnt <= 0 || iovcnt > PP_IOV_MAX)
+		return pp__ret(-EINVAL);
+	if (!iov)
+		return pp__ret(-EFAULT);
+	if (!count)
+		return 0;
+	count = min_t(size_t, count, PP_MAX_RW);
+	pp__file_get(f);
+	if (pp__is_shared(f))
+		r = pp__shared_write_lend(f, iov, iovcnt, count);
+	else
+		r = do_write_lend(f, iov, iovcnt, count);
+	if (r <= 0)
+		pp__file_put(f);	/* a lease keeps its reference until done */
+	return pp__ret(r);
+}
+
+PP_EXPORT int pp_write_done(struct pp_file *f, size_t filled)
+{
+	int err;
+
+	if (!f)
+		return (int)pp__ret(-EBADF);
+	if (!pp__is_pipe(f) && !pp__is_shared(f))
+		return (int)pp__ret(-EINVAL);
+	if (!pp__file_writable(f))
+		return (int)pp__ret(-EBADF);
+	err = pp__is_shared(f) ? pp__shared_write_done(f, filled) : do_write_done(f, filled);
+	if (!err)
+		pp__file_put(f);	/* the lease's */
+	return (int)pp__ret(err);
+}
