@@ -30,6 +30,7 @@
 #include "arena.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -415,6 +416,49 @@ int pp__arena_page_put_many(struct pp__arena *a, const uint32_t *idx, unsigned i
 			return 0;
 	}
 	return poison(a);
+}
+
+/*
+ * Give back every page that is neither marked in_use[] nor on the free
+ * list: pages whose holder died.  The caller holds off everyone who takes
+ * or gives pages (shared.c: both side locks), so the list and the counts
+ * stand still.  A page on the list twice, or a cycle, is corruption.
+ */
+int pp__arena_reclaim(struct pp__arena *a, const unsigned char *in_use)
+{
+	uint32_t n = a->lay.npages, i, seen = 0;
+	unsigned char *mark = calloc(n, 1);
+
+	if (!mark)
+		return -ENOMEM;
+	if (pp__arena_poisoned(a)) {
+		free(mark);
+		return -EIO;
+	}
+	i = (uint32_t)__atomic_load_n(&hdr(a)->free_head, __ATOMIC_ACQUIRE);
+	while (i != PP_ARENA_NIL) {
+		if (i >= n || mark[i] || in_use[i] || ++seen > n) {
+			free(mark);
+			return poison(a);
+		}
+		mark[i] = 1;
+		i = __atomic_load_n(&next_of(a)[i], __ATOMIC_RELAXED);
+	}
+	for (i = 0; i < n; i++) {
+		int err;
+
+		if (mark[i] || in_use[i])
+			continue;
+		/* Held once by the dead (or dropped to 0 on its way back): one reference to put. */
+		__atomic_store_n(&refs(a)[i], 1, __ATOMIC_RELAXED);
+		err = pp__arena_page_put(a, i);
+		if (err) {
+			free(mark);
+			return err;
+		}
+	}
+	free(mark);
+	return 0;
 }
 
 uint32_t pp__arena_free_pages(struct pp__arena *a)

@@ -68,6 +68,8 @@ int   pp__arena_page_get(struct pp__arena *a, uint32_t idx);
 int   pp__arena_page_put(struct pp__arena *a, uint32_t idx);
 void *pp__arena_page(struct pp__arena *a, uint32_t idx);
 uint32_t pp__arena_free_pages(struct pp__arena *a);	/* a walk, bounded; tests */
+/* Pages neither in_use[] nor free go back: their holder died.  With all page users held off. */
+int   pp__arena_reclaim(struct pp__arena *a, const unsigned char *in_use);
 int   pp__arena_poisoned(const struct pp__arena *a);
 /* Found corrupt by a user of the arena: poisons it; returns -EIO. */
 int   pp__arena_poison(struct pp__arena *a);

@@ -39,6 +39,7 @@
 #define PP_MAX_RW	(INT_MAX & ~(long)4095)	/* MAX_RW_COUNT */
 /* Internal splice flag: a later pass of one splice takes only what is there. */
 #define PP__SPLICE_NOWAIT	0x100u
+#define PP__ADD_MERGEABLE	0x200u	/* pp__pipe_add_buf: an anonymous page may stay CAN_MERGE */
 #define SPLICE_F_ALL	(SPLICE_F_MOVE | SPLICE_F_NONBLOCK | SPLICE_F_MORE | SPLICE_F_GIFT)
 
 #define likely(x)	__builtin_expect(!!(x), 1)
@@ -84,11 +85,13 @@ bool    pp__shared_same(const struct pp_file *a, const struct pp_file *b);
 void    pp__shared_blocking(struct pp_file *f, bool on);
 int     pp__shared_wait(struct pp_file *f);
 ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax, size_t count,
-			bool nonblock, bool packets);
+			bool nonblock, bool packets, uint32_t *flags);
+#define PP__LENT_WHOLE	0x80000000u	/* lend flags: the iovec holds all that is left of its slot */
 void    pp__shared_consume(struct pp_file *f, size_t n);
 int     pp__shared_reserve(struct pp_file *f, unsigned int want, bool nonblock, void **pages,
 			   uint32_t *idx);
-ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, const size_t *lens);
+ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, const size_t *lens,
+			  const uint32_t *flags);
 ssize_t pp__shared_read_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t count);
 int     pp__shared_read_done(struct pp_file *f, size_t consumed);
 #define PP_LEASE_MAX	64u	/* pages one pp_write_lend() lends at most */

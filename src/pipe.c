@@ -884,7 +884,8 @@ ssize_t pp__pipe_add_buf(struct pp_file *f, const struct pp_buf *buf, unsigned i
 	if (!pp__file_writable(f))
 		return -EBADF;
 	if (!buf || !buf->ops || !buf->ops->release || !buf->ops->get || !buf->len ||
-	    (buf->flags & PP_BUF_FLAG_CAN_MERGE) ||
+	    ((buf->flags & PP_BUF_FLAG_CAN_MERGE) &&
+	     !((flags & PP__ADD_MERGEABLE) && buf->ops == &pp_anon_buf_ops)) ||
 	    (size_t)buf->offset + buf->len > pp__page_size)
 		return -EINVAL;
 

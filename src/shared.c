@@ -78,6 +78,7 @@
 struct sh_ctrl {
 	uint32_t wr_lock;		/* 0 free, else the holder's pid | LOCK_WAITERS */
 	_Alignas(64) uint32_t rd_lock;	/* likewise */
+	uint32_t sweep;			/* a lock was taken over from the dead: sweep() */
 	_Alignas(64) uint32_t head;	/* free running; release store under wr_lock */
 	_Alignas(64) uint32_t tail;	/* free running; release store under rd_lock */
 	_Alignas(64) uint32_t spare;	/* a free page kept for the next write, index + 1 */
@@ -246,7 +247,7 @@ static void repair_writer(struct sh_pipe *sp)
 					    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
-static int side_lock(struct sh_pipe *sp, uint32_t *lock)
+static int lock_acquire(struct sh_pipe *sp, uint32_t *lock)
 {
 	const struct timespec ts = { 0, SH_SLEEP_NS };
 	uint32_t me = my_pid(), v = 0, last = 0;
@@ -283,9 +284,10 @@ static int side_lock(struct sh_pipe *sp, uint32_t *lock)
 			if (pid_dead(v & LOCK_PID) &&
 			    __atomic_compare_exchange_n(lock, &v, me | LOCK_WAITERS, false,
 							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-				/* Taken over from a dead holder. */
+				/* Taken over from a dead holder: it may have held pages. */
 				if (lock == &ctrl(sp)->wr_lock)
 					repair_writer(sp);
+				__atomic_store_n(&ctrl(sp)->sweep, 1, __ATOMIC_RELAXED);
 				return 0;
 			}
 			stuck = v == last && !(v & LOCK_BLOCKED) ? stuck + 1 : 0;
@@ -300,6 +302,68 @@ static void side_unlock(uint32_t *lock)
 {
 	if (__atomic_exchange_n(lock, 0, __ATOMIC_RELEASE) & LOCK_WAITERS)
 		futex(lock, FUTEX_WAKE, 1, NULL);
+}
+
+/*
+ * Pages a dead process held: the ones it had taken for a write and not yet
+ * shown (sh_writev, a reservation), and the ones it had retired and not yet
+ * given back (a reader between its store of tail and the return).  Nobody
+ * else can name them, so they would be lost to the pipe for good: once a
+ * lock is taken over from the dead, the next reader to take rd_lock takes
+ * wr_lock too (rd_lock first, the order of wait_writing) and, with every
+ * page user of the pipe held off, gives back each page that is neither in
+ * a slot of the ring, nor the spare, nor free.
+ */
+static int corrupt(struct sh_pipe *sp);
+static int check_bounds(struct sh_pipe *sp, uint32_t head, uint32_t tail);
+
+static int sweep(struct sh_pipe *sp)
+{
+	struct sh_ctrl *c = ctrl(sp);
+	unsigned char in_use[SH_PAGES] = { 0 };
+	uint32_t head, tail, spare, npages = sp->arena.lay.npages;
+	int err = lock_acquire(sp, &c->wr_lock);
+
+	if (err)
+		return err;
+	head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
+	tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
+	err = check_bounds(sp, head, tail);
+	for (uint32_t i = tail; !err && i != head; i++) {
+		uint32_t pg = __atomic_load_n(&slot(sp, i)->page, __ATOMIC_RELAXED);
+
+		if (pg >= npages || pg >= SH_PAGES || in_use[pg])
+			err = corrupt(sp);
+		else
+			in_use[pg] = 1;
+	}
+	spare = __atomic_load_n(&c->spare, __ATOMIC_RELAXED);
+	if (!err && spare) {
+		if (spare - 1 >= npages || spare - 1 >= SH_PAGES || in_use[spare - 1])
+			err = corrupt(sp);
+		else
+			in_use[spare - 1] = 1;
+	}
+	if (!err && npages <= SH_PAGES)
+		err = pp__arena_reclaim(&sp->arena, in_use);
+	if (!err)
+		__atomic_store_n(&c->sweep, 0, __ATOMIC_RELAXED);
+	side_unlock(&c->wr_lock);
+	return err;
+}
+
+static int side_lock(struct sh_pipe *sp, uint32_t *lock)
+{
+	struct sh_ctrl *c = ctrl(sp);
+	int err = lock_acquire(sp, lock);
+
+	/* The flag is on rd_lock's line, which this CPU has just taken. */
+	if (unlikely(!err && lock == &c->rd_lock && __atomic_load_n(&c->sweep, __ATOMIC_RELAXED))) {
+		err = sweep(sp);
+		if (err)
+			side_unlock(lock);
+	}
+	return err;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -945,12 +1009,14 @@ int pp__shared_wait(struct pp_file *f)
 
 /*
  * Lend the front of the pipe: up to nmax iovecs, count bytes, one per slot,
- * pointing into the arena, and no further than one packet if packets.  Waits as a read does unless nonblock (-EAGAIN);
+ * pointing into the arena, and no further than one packet if packets;
+ * flags (if not NULL) gets each slot's CAN_MERGE and PACKET, and
+ * PP__LENT_WHOLE where the iovec runs to the end of its slot.  Waits as a read does unless nonblock (-EAGAIN);
  * 0 at EOF.  With bytes lent (> 0), rd_lock stays held for
  * pp__shared_consume().
  */
 ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax, size_t count,
-			bool nonblock, bool packets)
+			bool nonblock, bool packets, uint32_t *flags)
 {
 	struct sh_end *e = end_of(f);
 	struct sh_pipe *sp = e->sp;
@@ -1016,6 +1082,10 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 				break;
 			}
 			len = min_t(size_t, end - off, count - lent);
+			if (flags)
+				flags[n] = (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) &
+					    (PP_BUF_FLAG_CAN_MERGE | PP_BUF_FLAG_PACKET)) |
+					   (len == end - off ? PP__LENT_WHOLE : 0);
 			iov[n++] = (struct iovec){ page + off, len };
 			lent += len;
 			if (packets && (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_PACKET))
@@ -1165,12 +1235,13 @@ out:
 
 /*
  * Queue the reserved pages with lens[i] bytes each from its start (a
- * page with none goes back), flags on every slot (neither CAN_MERGE nor
- * PACKET: bytes spliced in are not written, so nothing merges into them,
- * as into Linux's spliced buffers), and end the reservation.  Returns the
- * bytes queued.
+ * page with none goes back) and end the reservation.  Each slot's flags
+ * are flags[i]'s CAN_MERGE and PACKET, or none when flags is NULL: bytes
+ * spliced in from a file or vmspliced are not written, so nothing merges
+ * into them, as into Linux's spliced buffers.  Returns the bytes queued.
  */
-ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, const size_t *lens)
+ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, const size_t *lens,
+			  const uint32_t *flags)
 {
 	struct sh_end *e = end_of(f);
 	struct sh_pipe *sp = e->sp;
@@ -1191,7 +1262,8 @@ ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, cons
 		s = slot(sp, head++);
 		__atomic_store_n(&s->offset, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->page, idx[i], __ATOMIC_RELAXED);
-		__atomic_store_n(&s->flags, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->flags, flags ? flags[i] & (PP_BUF_FLAG_CAN_MERGE | PP_BUF_FLAG_PACKET) : 0,
+				 __ATOMIC_RELAXED);
 		__atomic_store_n(&s->end, (uint32_t)lens[i], __ATOMIC_RELAXED);
 		ret += (ssize_t)lens[i];
 	}
@@ -1209,7 +1281,8 @@ ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, cons
 ssize_t pp__shared_read_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t count)
 {
 	struct sh_end *e = end_of(f);
-	ssize_t r = pp__shared_lend(f, iov, (unsigned int)iovcnt, count, pp__shared_nonblock(f), true);
+	ssize_t r = pp__shared_lend(f, iov, (unsigned int)iovcnt, count, pp__shared_nonblock(f), true,
+				    NULL);
 
 	if (r > 0) {
 		e->loan = (size_t)r;
@@ -1282,7 +1355,7 @@ int pp__shared_write_done(struct pp_file *f, size_t filled)
 		lens[i] = min_t(size_t, filled, pp__page_size);
 		filled -= lens[i];
 	}
-	pp__shared_commit(f, e->lease_idx, e->lease_n, lens);
+	pp__shared_commit(f, e->lease_idx, e->lease_n, lens, NULL);
 	return 0;
 }
 

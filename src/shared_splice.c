@@ -39,7 +39,6 @@
 
 /* Slots one call moves at most: a whole pipe at pipe-max-size (1 MiB). */
 #define SH_BATCH	256u
-#define LEND_MAX	64u	/* what pp_read_lend() lends at most */
 
 static bool end_nonblock(const struct pp_file *f)
 {
@@ -219,7 +218,7 @@ ssize_t pp__shared_splice_in(struct pp_file *in, off_t *ppos, struct pp_file *ou
 		r = fill_from_fd(in, ppos, pages, (unsigned int)n, len, nonblock, out, lens);
 	else
 		r = fill_from_endpoint(in, ppos, pages, (unsigned int)n, len, flags, lens);
-	pp__shared_commit(out, idx, (unsigned int)n, lens);
+	pp__shared_commit(out, idx, (unsigned int)n, lens, NULL);
 	return r;
 }
 
@@ -245,7 +244,7 @@ ssize_t pp__shared_splice_out(struct pp_file *in, struct pp_file *out, off_t *pp
 	err = pp__splice_wait_output(out, pp__splice_output_nonblock(out, flags), false);
 	if (err)
 		return err;
-	lent = pp__shared_lend(in, iov, SH_BATCH, len, nonblock, false);
+	lent = pp__shared_lend(in, iov, SH_BATCH, len, nonblock, false, NULL);
 	if (lent <= 0)
 		return lent;
 	for (ssize_t sum = 0; sum < lent; n++) {
@@ -264,12 +263,22 @@ ssize_t pp__shared_splice_out(struct pp_file *in, struct pp_file *out, off_t *pp
 
 /*
  * Copies of lent bytes into the output pipe, a slot each, without
- * waiting: the bytes that fit, or -EAGAIN, -EPIPE.
+ * waiting: the bytes that fit, or -EAGAIN, -EPIPE.  A slot moved whole
+ * by a splice keeps its flags, as splice_pipe_to_pipe moves a whole
+ * buffer; a part of one, or any tee, is not merged into (Linux clears
+ * CAN_MERGE there: the page is shared).
  */
-static ssize_t put_copies(struct pp_file *out, const struct iovec *iov, unsigned int n)
+static ssize_t put_copies(struct pp_file *out, const struct iovec *iov, const uint32_t *lflags,
+			  unsigned int n, bool tee)
 {
+	uint32_t flags[SH_BATCH];
 	ssize_t ret = 0;
 
+	for (unsigned int i = 0; i < n; i++) {
+		flags[i] = lflags[i] & PP_BUF_FLAG_PACKET;
+		if (!tee && (lflags[i] & PP__LENT_WHOLE))
+			flags[i] |= lflags[i] & PP_BUF_FLAG_CAN_MERGE;
+	}
 	if (pp__is_shared(out)) {
 		void *pages[SH_BATCH];
 		uint32_t idx[SH_BATCH];
@@ -282,11 +291,11 @@ static ssize_t put_copies(struct pp_file *out, const struct iovec *iov, unsigned
 			memcpy(pages[i], iov[i].iov_base, iov[i].iov_len);
 			lens[i] = iov[i].iov_len;
 		}
-		return pp__shared_commit(out, idx, (unsigned int)got, lens);
+		return pp__shared_commit(out, idx, (unsigned int)got, lens, flags);
 	}
 	for (unsigned int i = 0; i < n; i++) {
 		struct pp_buf buf = { .offset = 0, .len = (unsigned int)iov[i].iov_len,
-				      .ops = &pp_anon_buf_ops };
+				      .ops = &pp_anon_buf_ops, .flags = flags[i] };
 		ssize_t r;
 
 		buf.page = pp_page_alloc();
@@ -294,7 +303,7 @@ static ssize_t put_copies(struct pp_file *out, const struct iovec *iov, unsigned
 			r = -ENOMEM;
 		} else {
 			memcpy(buf.page, iov[i].iov_base, iov[i].iov_len);
-			r = pp__pipe_add_buf(out, &buf, SPLICE_F_NONBLOCK);
+			r = pp__pipe_add_buf(out, &buf, SPLICE_F_NONBLOCK | PP__ADD_MERGEABLE);
 			if (r < 0)
 				pp_page_put(buf.page);
 		}
@@ -314,35 +323,68 @@ static int wait_room(struct pp_file *out)
 	return pp__pipe_wait_room(out, false);
 }
 
-/* A threaded pagepipe's bytes into the reserved pages: read, or lent and left (tee). */
+/*
+ * A threaded pagepipe's buffers into the reserved pages, one to a page, as
+ * splice_pipe_to_pipe moves them (a whole one keeps its flags), and taken
+ * out of that pipe unless tee (which leaves them, and whose copies are not
+ * merged into).  Never waits: -EAGAIN when the pipe is empty or another
+ * consumer has it.
+ */
 static ssize_t take_from_pipe(struct pp_file *in, void **pages, unsigned int n, size_t len,
-			      bool tee, size_t *lens)
+			      bool tee, size_t *lens, uint32_t *flags)
 {
-	struct iovec iov[SH_BATCH];
-	ssize_t r;
+	struct pp_pipe *p = in->pipe;
+	struct pp_buf snap[SH_BATCH];
+	struct pp__dead dead;
+	unsigned int nr, k = 0;
+	size_t taken = 0;
+	int err;
 
-	if (tee) {
-		unsigned int k = min_t(unsigned int, n, LEND_MAX);
+	pp__dead_init(&dead);
+	err = pp__pipe_lock_consumer(p, true);
+	if (err)
+		return err;
+	err = pp__pipe_empty(p) ? -EAGAIN : pp__kbuf_materialize(p, len, n);
+	nr = err ? 0 : pp__pipe_snapshot(p, snap, n, len, false);
+	for (unsigned int i = 0; i < nr && taken < len && !err; i++) {
+		size_t l = min_t(size_t, snap[i].len, len - taken);
+		void *addr;
 
-		r = pp_read_lend(in, iov, (int)k, len);
-		if (r <= 0)
-			return r < 0 ? -errno : 0;
-		for (unsigned int i = 0, sum = 0; sum < (size_t)r; i++) {
-			memcpy(pages[i], iov[i].iov_base, iov[i].iov_len);
-			lens[i] = iov[i].iov_len;
-			sum += (unsigned int)iov[i].iov_len;
+		if (!l)
+			continue;	/* an empty slot: the consume below retires it */
+		err = pp__buf_confirm(p, &snap[i]);
+		if (err)
+			break;
+		if (pp__buf_class(&snap[i]) == PP_BUF_FILE) {
+			ssize_t r = pp__buf_copy_out(p, &snap[i], 0, pages[k], l);
+
+			if (r < (ssize_t)l) {
+				err = r < 0 ? (int)r : -EIO;
+				break;
+			}
+		} else {
+			addr = pp__buf_map(p, &snap[i]);
+			if (!addr) {
+				err = -EIO;
+				break;
+			}
+			memcpy(pages[k], (char *)addr + snap[i].offset, l);
+			pp__buf_unmap(p, &snap[i], addr);
 		}
-		pp_read_done(in, 0);
-		return r;
+		lens[k] = l;
+		flags[k] = snap[i].flags & PP_BUF_FLAG_PACKET;
+		if (!tee && l == snap[i].len)
+			flags[k] |= snap[i].flags & PP_BUF_FLAG_CAN_MERGE;
+		k++;
+		taken += l;
 	}
-	for (unsigned int i = 0; i < n; i++)
-		iov[i] = (struct iovec){ pages[i], pp__page_size };
-	r = pp__pipe_read(in, iov, (int)n, true);
-	for (size_t i = 0, left = r > 0 ? (size_t)r : 0; i < n && left; i++) {
-		lens[i] = min_t(size_t, pp__page_size, left);
-		left -= lens[i];
-	}
-	return r;
+	if (!tee && nr)
+		pp__pipe_consume(p, taken, false, &dead);
+	pp__pipe_unlock_consumer(p);
+	pp__pipe_release_dead(p, &dead);
+	if (!tee && taken)
+		pp__pipe_wake_writers(p);
+	return taken ? (ssize_t)taken : err;
 }
 
 /*
@@ -360,15 +402,16 @@ ssize_t pp__shared_splice_pipes(struct pp_file *in, struct pp_file *out, size_t 
 	for (;;) {
 		if (pp__is_shared(in)) {
 			struct iovec iov[SH_BATCH];
+			uint32_t lflags[SH_BATCH];
 			unsigned int n = 0;
-			ssize_t lent = pp__shared_lend(in, iov, SH_BATCH, len, nonblock, false), w;
+			ssize_t lent = pp__shared_lend(in, iov, SH_BATCH, len, nonblock, false, lflags), w;
 			int err;
 
 			if (lent <= 0)
 				return lent;
 			for (ssize_t sum = 0; sum < lent; n++)
 				sum += (ssize_t)iov[n].iov_len;
-			w = put_copies(out, iov, n);
+			w = put_copies(out, iov, lflags, n, tee);
 			pp__shared_consume(in, w > 0 && !tee ? (size_t)w : 0);
 			if (w != -EAGAIN || nonblock)
 				return w;
@@ -377,7 +420,7 @@ ssize_t pp__shared_splice_pipes(struct pp_file *in, struct pp_file *out, size_t 
 				return err;
 		} else {
 			void *pages[SH_BATCH];
-			uint32_t idx[SH_BATCH];
+			uint32_t idx[SH_BATCH], flags[SH_BATCH];
 			size_t lens[SH_BATCH] = { 0 };
 			unsigned int want = (unsigned int)min_t(size_t, SH_BATCH, len / pp__page_size + 2);
 			ssize_t r;
@@ -389,8 +432,8 @@ ssize_t pp__shared_splice_pipes(struct pp_file *in, struct pp_file *out, size_t 
 			n = pp__shared_reserve(out, want, nonblock, pages, idx);
 			if (n < 0)
 				return n;
-			r = take_from_pipe(in, pages, (unsigned int)n, len, tee, lens);
-			pp__shared_commit(out, idx, (unsigned int)n, lens);
+			r = take_from_pipe(in, pages, (unsigned int)n, len, tee, lens, flags);
+			pp__shared_commit(out, idx, (unsigned int)n, lens, flags);
 			if (r != -EAGAIN || nonblock)
 				return r;
 		}
@@ -398,14 +441,14 @@ ssize_t pp__shared_splice_pipes(struct pp_file *in, struct pp_file *out, size_t 
 }
 
 /* ---------------------------------------------------------------------- */
-/* vmsplice: copies into the arena, or out of it to the caller's memory. */
+/* vmsplice into a shared pipe: copies into the arena (out of one: vmsplice.c). */
 
 ssize_t pp__shared_vmsplice(struct pp_file *f, const struct iovec *iov, unsigned long nr_segs,
 			    size_t total, unsigned int flags)
 {
 	bool nonblock = flags & SPLICE_F_NONBLOCK;	/* the pipe's O_NONBLOCK is not asked, as in Linux */
 
-	if (pp__file_writable(f)) {
+	{
 		/* A slot per user page each segment touches, as iter_to_pipe makes them. */
 		struct iovec chunk[SH_BATCH];
 		void *pages[SH_BATCH];
@@ -439,22 +482,8 @@ ssize_t pp__shared_vmsplice(struct pp_file *f, const struct iovec *iov, unsigned
 			if (lens[i] < chunk[i].iov_len)
 				break;	/* a fault: what came before it goes */
 		}
-		pp__shared_commit(f, idx, (unsigned int)n, lens);
+		pp__shared_commit(f, idx, (unsigned int)n, lens, NULL);
 		return ret ? ret : -EFAULT;
-	} else {
-		struct iovec src_iov[SH_BATCH];
-		struct pp_iov_iter dst = { iov, (int)nr_segs, 0 }, src;
-		ssize_t lent = pp__shared_lend(f, src_iov, SH_BATCH, total, nonblock, false);
-		unsigned int n = 0;
-		size_t copied;
-
-		if (lent <= 0)
-			return lent;
-		for (ssize_t sum = 0; sum < lent; n++)
-			sum += (ssize_t)src_iov[n].iov_len;
-		src = (struct pp_iov_iter){ src_iov, (int)n, 0 };
-		copied = pp__iter_copy_iter(&dst, &src, (size_t)lent);
-		pp__shared_consume(f, copied);
-		return copied ? (ssize_t)copied : -EFAULT;
 	}
+
 }

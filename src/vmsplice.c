@@ -406,6 +406,30 @@ static ssize_t vmsplice_to_user(struct pp_file *f, const struct iovec *iov,
 	return ret;
 }
 
+/*
+ * The same out of a shared pipe (shared.c): its bytes are lent in place
+ * and copied to the caller a buffer at a time; a fault fails the buffer,
+ * which stays in the pipe, as pipe_to_user's short copy does.
+ */
+static ssize_t vmsplice_shared_to_user(struct pp_file *f, const struct iovec *iov,
+				       unsigned long nr_segs, size_t total, bool nonblock)
+{
+	struct iovec lent[TO_USER_BATCH];
+	struct user_iter it = { iov, nr_segs, 0 };
+	ssize_t n = pp__shared_lend(f, lent, TO_USER_BATCH, total, nonblock, false, NULL);
+	size_t copied = 0;
+
+	if (n <= 0)
+		return n;
+	for (unsigned int i = 0; copied < (size_t)n; i++) {
+		if (!copy_to_user_iter(&it, lent[i].iov_base, lent[i].iov_len))
+			break;
+		copied += lent[i].iov_len;
+	}
+	pp__shared_consume(f, copied);
+	return copied ? (ssize_t)copied : -EFAULT;
+}
+
 static ssize_t do_vmsplice(struct pp_file *f, const struct iovec *iov, unsigned long nr_segs,
 			   unsigned int flags)
 {
@@ -423,6 +447,8 @@ static ssize_t do_vmsplice(struct pp_file *f, const struct iovec *iov, unsigned 
 		total += min_t(size_t, iov[i].iov_len, PP_MAX_RW - total);
 	if (!total)
 		return 0;	/* before the pipe check, as in Linux */
+	if (pp__is_shared(f) && !pp__file_writable(f))
+		return vmsplice_shared_to_user(f, iov, nr_segs, total, nonblock);
 	if (pp__is_shared(f))
 		return pp__shared_vmsplice(f, iov, nr_segs, total, flags);
 	if (!pp__is_pipe(f))
