@@ -282,10 +282,10 @@ PP_EXPORT int pp_file_event_fd(struct pp_file *f)
 
 	if (!f)
 		return (int)pp__ret(-EBADF);
-	if (!pp__is_pipe(f))
+	if (!pp__is_pipe(f) && !pp__is_shared(f))
 		return (int)pp__ret(-EINVAL);
 	pp__file_get(f);
-	r = pp__pipe_event_fd(f);
+	r = pp__is_shared(f) ? pp__shared_event_fd(f) : pp__pipe_event_fd(f);
 	pp__file_put(f);
 	return (int)pp__ret(r);
 }
@@ -518,9 +518,9 @@ static int do_poll(struct pp_pollfd *fds, nfds_t nfds, int timeout_ms)
 				short mine = pp__file_readable(f) ? (POLLIN | POLLRDNORM) : (POLLOUT | POLLWRNORM);
 				int efd = -1;
 
-				if (pp__is_pipe(f) && (fds[i].events & mine)) {
+				if ((pp__is_pipe(f) || pp__is_shared(f)) && (fds[i].events & mine)) {
 					/* No descriptor to sleep on (EMFILE): fail, as poll(2) would. */
-					efd = pp__pipe_event_fd(f);
+					efd = pp__is_shared(f) ? pp__shared_event_fd(f) : pp__pipe_event_fd(f);
 					if (efd < 0) {
 						ret = efd;
 						goto out;

@@ -84,6 +84,7 @@ bool    pp__shared_nonblock(const struct pp_file *f);
 bool    pp__shared_same(const struct pp_file *a, const struct pp_file *b);
 void    pp__shared_blocking(struct pp_file *f, bool on);
 int     pp__shared_wait(struct pp_file *f);
+int     pp__shared_event_fd(struct pp_file *f);
 ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax, size_t count,
 			bool nonblock, bool packets, uint32_t *flags);
 #define PP__LENT_WHOLE	0x80000000u	/* lend flags: the iovec holds all that is left of its slot */

@@ -52,6 +52,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/futex.h>
+#include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -108,12 +110,28 @@ struct sh_slot {
 };
 _Static_assert(sizeof(struct sh_slot) <= PP_ARENA_SLOT_SIZE, "slot outgrew its room");
 
+/*
+ * An event fd for one direction of a shared pipe in this process
+ * (pp_file_event_fd, below): an eventfd kept by a watcher thread.
+ */
+struct sh_event {
+	int fd;				/* the eventfd; -1 until asked for.  Atomic: the hot path looks */
+	uint32_t set;			/* private futex word: 1 while fd is readable */
+	bool running, stop;		/* the watcher; under reg_lock, stop atomic */
+	pthread_t thread;
+	pthread_mutex_t lock;		/* orders set and clear with the eventfd's counter */
+	struct sh_pipe *sp;
+	int side;
+};
+
 /* This process's view of one shared pipe: one per mapping. */
 struct sh_pipe {
 	struct pp__arena arena;
 	unsigned int ends;		/* ends of it open here; under reg_lock */
+	unsigned int side_ends[2];	/* of them, read ends and write ends; under reg_lock */
 	bool loan_active;		/* atomic: a read loan holds rd_lock, */
 	pthread_t loan_owner;		/* taken by this thread */
+	struct sh_event ev[2];
 };
 
 /* One end, as this process holds it. */
@@ -129,6 +147,15 @@ struct sh_end {
 	uint32_t lease_idx[PP_LEASE_MAX];
 	struct sh_end *prev, *next;	/* every end this process holds; under reg_lock */
 };
+
+static void event_clear(struct sh_pipe *sp, int side);
+static void event_stop(struct sh_event *ev);
+
+/* Has this process an event fd for the direction?  One load: the hot path asks. */
+static inline bool ev_on(const struct sh_pipe *sp, int side)
+{
+	return unlikely(__atomic_load_n(&sp->ev[side].fd, __ATOMIC_RELAXED) >= 0);
+}
 
 /* Ends of this process, for fork() (their copies are counted) and exit(). */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -751,6 +778,8 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		ret += (ssize_t)n;
 		left -= n;
 	}
+	if (ev_on(sp, 1) && (ret == -EAGAIN || !has_room(c)))
+		event_clear(sp, 1);
 	side_unlock(&c->wr_lock);
 	if (ret > 0)
 		wake(&c->rd_wait, &c->rd_sleepers);
@@ -954,6 +983,8 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		if (err)
 			return err;	/* nothing read yet */
 	}
+	if (ev_on(sp, 0) && (ret == -EAGAIN || !has_data(c)))
+		event_clear(sp, 0);
 	side_unlock(&c->rd_lock);
 	if (freed)
 		wake(&c->wr_wait, &c->wr_sleepers);
@@ -1042,6 +1073,8 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 				break;		/* EOF: err is 0 */
 			if (nonblock) {
 				err = -EAGAIN;
+				if (ev_on(sp, 0))
+					event_clear(sp, 0);
 				break;
 			}
 			side_unlock(&c->rd_lock);
@@ -1152,6 +1185,8 @@ void pp__shared_consume(struct pp_file *f, size_t n)
 		__atomic_store_n(&c->tail, tail, __ATOMIC_RELEASE);
 		pp__arena_page_put_many(&sp->arena, freed, nf);
 	}
+	if (ev_on(sp, 0) && !has_data(c))
+		event_clear(sp, 0);
 	side_unlock(&c->rd_lock);
 	if (nf)
 		wake(&c->wr_wait, &c->wr_sleepers);
@@ -1194,6 +1229,8 @@ again:
 			break;
 		if (nonblock) {
 			err = -EAGAIN;
+			if (ev_on(sp, 1))
+				event_clear(sp, 1);
 			goto out;
 		}
 		side_unlock(&c->wr_lock);
@@ -1271,6 +1308,8 @@ ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, cons
 	__atomic_store_n(&c->head, head, __ATOMIC_RELEASE);
 	if (nu)
 		pp__arena_page_put_many(&sp->arena, unused, nu);
+	if (ev_on(sp, 1) && !has_room(c))
+		event_clear(sp, 1);
 	side_unlock(&c->wr_lock);
 	if (ret)
 		wake(&c->rd_wait, &c->rd_sleepers);
@@ -1393,9 +1432,15 @@ static void reg_fork_parent(void)
 static void reg_fork_child(void)
 {
 	remember_pid();
-	for (struct sh_end *e = reg_head; e; e = e->next)
+	for (struct sh_end *e = reg_head; e; e = e->next) {
 		if (e->token >= 0)
 			__atomic_fetch_add(count_of(ctrl(e->sp), e->side), 1, __ATOMIC_SEQ_CST);
+		/* The watchers stayed in the parent; the eventfds are shared with it. */
+		for (int i = 0; i < 2; i++) {
+			e->sp->ev[i].running = false;
+			pthread_mutex_init(&e->sp->ev[i].lock, NULL);
+		}
+	}
 	pthread_mutex_unlock(&reg_lock);
 }
 
@@ -1424,13 +1469,28 @@ static void reg_add(struct sh_end *e)
 		reg_head->prev = e;
 	reg_head = e;
 	e->sp->ends++;
+	e->sp->side_ends[e->side]++;
+}
+
+/* A new view of a pipe: its arena is mapped by the caller. */
+static struct sh_pipe *sh_pipe_new(void)
+{
+	struct sh_pipe *sp = calloc(1, sizeof(*sp));
+
+	if (!sp)
+		return NULL;
+	for (int i = 0; i < 2; i++) {
+		sp->ev[i] = (struct sh_event){ .fd = -1, .sp = sp, .side = i };
+		pthread_mutex_init(&sp->ev[i].lock, NULL);
+	}
+	return sp;
 }
 
 static int sh_release(struct pp_file *f)
 {
 	struct sh_end *e = end_of(f);
 	struct sh_pipe *sp = e->sp;
-	bool last;
+	bool last, stop;
 
 	pthread_mutex_lock(&reg_lock);
 	end_detach(e);
@@ -1441,18 +1501,24 @@ static int sh_release(struct pp_file *f)
 	if (e->next)
 		e->next->prev = e->prev;
 	last = --sp->ends == 0;
+	stop = --sp->side_ends[e->side] == 0;
 	pthread_mutex_unlock(&reg_lock);
+	if (stop)
+		event_stop(&sp->ev[e->side]);
 	free(e);
 	if (last) {
 		pp__arena_unmap(&sp->arena);
+		for (int i = 0; i < 2; i++)
+			pthread_mutex_destroy(&sp->ev[i].lock);
 		free(sp);
 	}
 	return 0;
 }
 
 /*
- * pipe_poll()'s answer, for pp_poll(), which has no descriptor to sleep on
- * for a shared end yet and so looks again every 20 ms.
+ * pipe_poll()'s answer.  pp_poll() sleeps on the end's event fd (below);
+ * an answer of not ready takes back a readiness it showed that another
+ * process has since used up.
  */
 static short sh_poll(struct pp_file *f, short events)
 {
@@ -1471,7 +1537,180 @@ static short sh_poll(struct pp_file *f, short events)
 		if (peer_side_gone(e))
 			mask |= POLLERR;
 	}
+	if (!mask)
+		event_clear(e->sp, e->side);
 	return mask & (events | POLLHUP | POLLERR);
+}
+
+/* ---------------------------------------------------------------------- */
+/*
+ * Event fds.  A kernel pipe's readiness is the kernel's to tell every
+ * process; ours changes in shared memory, where no descriptor can watch
+ * it.  So each process that asks (pp_file_event_fd, or pp_poll) gets an
+ * eventfd of its own per direction, kept by a watcher thread of its own:
+ *
+ *   watcher: the end not ready -> sleep on the ring's wait word as one
+ *            more sleeper (the wake-ups of wait_for, woken by every
+ *            write or read that a sleeper waits for), at most
+ *            SH_SLEEP_NS, then ask the tokens whether the other side is
+ *            gone;
+ *            ready -> make the eventfd readable (set) and sleep until
+ *            this process takes the readiness back (event_clear).
+ *   clear:   an operation of this process that finds the end not ready
+ *            (EAGAIN, a poll) or leaves it so (a read that empties the
+ *            ring, a write that fills it) makes the eventfd unreadable
+ *            and wakes the watcher to look again.
+ *
+ * So the descriptor is never unreadable while the end is ready (the
+ * watcher looks again after every clear, and sleeps only as a counted
+ * sleeper, whom every change wakes), and it is readable while the end is
+ * not only until this process next finds so: another process that takes
+ * the bytes away is not seen at once, as with a descriptor several
+ * processes read from.  set and clear take ev->lock, so that the
+ * eventfd's counter and `set` agree.  The thread starts on the first
+ * request and stops when this process closes its last end of that
+ * direction; a fork()ed child shares the eventfd and starts its own
+ * watcher when it asks for the descriptor.
+ */
+static bool ev_ready(struct sh_event *ev)
+{
+	struct sh_ctrl *c = ctrl(ev->sp);
+
+	return ev->side ? has_room(c) : has_data(c);
+}
+
+/* Is the other side gone?  The token of some end of ours of this direction says. */
+static bool ev_peer_gone(struct sh_event *ev)
+{
+	bool gone = false;
+
+	pthread_mutex_lock(&reg_lock);
+	for (struct sh_end *e = reg_head; e; e = e->next)
+		if (e->sp == ev->sp && e->side == ev->side && e->token >= 0) {
+			gone = peer_side_gone(e);
+			break;
+		}
+	pthread_mutex_unlock(&reg_lock);
+	return gone;
+}
+
+static void event_set(struct sh_event *ev)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&ev->lock);
+	if (!__atomic_load_n(&ev->set, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&ev->set, 1, __ATOMIC_RELAXED);
+		(void)!write(ev->fd, &one, sizeof(one));
+	}
+	pthread_mutex_unlock(&ev->lock);
+}
+
+static void event_clear(struct sh_pipe *sp, int side)
+{
+	struct sh_event *ev = &sp->ev[side];
+	uint64_t v;
+
+	/* The hot path's whole cost when nobody asked for a descriptor. */
+	if (likely(__atomic_load_n(&ev->fd, __ATOMIC_ACQUIRE) < 0) ||
+	    !__atomic_load_n(&ev->set, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&ev->lock);
+	if (__atomic_load_n(&ev->set, __ATOMIC_RELAXED)) {
+		(void)!read(ev->fd, &v, sizeof(v));
+		__atomic_store_n(&ev->set, 0, __ATOMIC_RELAXED);
+		futex(&ev->set, FUTEX_WAKE_PRIVATE, 1, NULL);
+	}
+	pthread_mutex_unlock(&ev->lock);
+}
+
+static void *event_watch(void *arg)
+{
+	struct sh_event *ev = arg;
+	struct sh_ctrl *c = ctrl(ev->sp);
+	uint32_t *wq = ev->side ? &c->wr_wait : &c->rd_wait;
+	uint32_t *sleepers = ev->side ? &c->wr_sleepers : &c->rd_sleepers;
+	const struct timespec ts = { 0, SH_SLEEP_NS };
+
+	while (!__atomic_load_n(&ev->stop, __ATOMIC_ACQUIRE)) {
+		uint32_t seq;
+
+		if (ev_ready(ev) || ev_peer_gone(ev)) {
+			event_set(ev);
+			/* Until this process takes it back, or we are told to stop. */
+			while (__atomic_load_n(&ev->set, __ATOMIC_RELAXED) &&
+			       !__atomic_load_n(&ev->stop, __ATOMIC_ACQUIRE))
+				futex(&ev->set, FUTEX_WAIT_PRIVATE, 1, NULL);
+			continue;
+		}
+		/* A sleeper as wait_for's: the count before the look (see the head comment). */
+		__atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
+		seq = __atomic_load_n(wq, __ATOMIC_SEQ_CST);
+		if (!ev_ready(ev) && !__atomic_load_n(&ev->stop, __ATOMIC_ACQUIRE))
+			futex(wq, FUTEX_WAIT, seq, &ts);
+		__atomic_fetch_sub(sleepers, 1, __ATOMIC_SEQ_CST);
+	}
+	return NULL;
+}
+
+/* With no lock: the last end of the direction is closed here. */
+static void event_stop(struct sh_event *ev)
+{
+	struct sh_ctrl *c = ctrl(ev->sp);
+	int fd;
+
+	pthread_mutex_lock(&reg_lock);
+	if (!ev->running) {
+		pthread_mutex_unlock(&reg_lock);
+		goto close_fd;
+	}
+	ev->running = false;
+	pthread_mutex_unlock(&reg_lock);
+	__atomic_store_n(&ev->stop, true, __ATOMIC_RELEASE);
+	futex(&ev->set, FUTEX_WAKE_PRIVATE, 1, NULL);
+	/* Wakes every sleeper on the word, in every process: each looks again, no harm. */
+	__atomic_fetch_add(ev->side ? &c->wr_wait : &c->rd_wait, 1, __ATOMIC_SEQ_CST);
+	futex(ev->side ? &c->wr_wait : &c->rd_wait, FUTEX_WAKE, INT_MAX, NULL);
+	pthread_join(ev->thread, NULL);
+close_fd:
+	fd = __atomic_exchange_n(&ev->fd, -1, __ATOMIC_ACQ_REL);
+	if (fd >= 0)
+		close(fd);
+	__atomic_store_n(&ev->set, 0, __ATOMIC_RELAXED);
+}
+
+int pp__shared_event_fd(struct pp_file *f)
+{
+	struct sh_end *e = end_of(f);
+	struct sh_event *ev = &e->sp->ev[e->side];
+	sigset_t all, old;
+	int err = 0;
+
+	pthread_mutex_lock(&reg_lock);
+	if (ev->fd < 0) {
+		int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+
+		if (fd < 0) {
+			err = -errno;
+			goto out;
+		}
+		__atomic_store_n(&ev->set, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&ev->fd, fd, __ATOMIC_RELEASE);
+	}
+	if (!ev->running) {
+		/* The watcher takes no signal: they are the application's threads' to take. */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		__atomic_store_n(&ev->stop, false, __ATOMIC_RELAXED);
+		err = -pthread_create(&ev->thread, NULL, event_watch, ev);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (err)
+			goto out;
+		ev->running = true;
+	}
+out:
+	pthread_mutex_unlock(&reg_lock);
+	return err ? err : ev->fd;
 }
 
 static const struct pp_file_ops sh_read_ops = {
@@ -1499,7 +1738,7 @@ int pp__shared_pipe2(struct pp_file *ends[2], int flags)
 	if (flags & O_CLOEXEC)
 		keep |= PP_FD_CLOEXEC_FLAG;
 	pthread_once(&reg_once, reg_init);
-	sp = calloc(1, sizeof(*sp));
+	sp = sh_pipe_new();
 	if (!sp)
 		return -ENOMEM;
 	err = pp__arena_create(&sp->arena, SH_PAGES, SH_SLOTS);
@@ -1605,7 +1844,7 @@ static struct pp_file *do_import(const int fds[2], int flags, int *err)
 	}
 	side = (acc & O_ACCMODE) == O_WRONLY;
 	pthread_once(&reg_once, reg_init);
-	sp = calloc(1, sizeof(*sp));
+	sp = sh_pipe_new();
 	if (!sp) {
 		*err = -ENOMEM;
 		return NULL;
