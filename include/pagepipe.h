@@ -75,10 +75,13 @@ struct pp_pollfd {
  * pipe, as with pipe(2): EOF once every write end in every process is
  * closed (or its process gone), EPIPE and SIGPIPE in the writing process
  * once every read end is, O_NONBLOCK and O_DIRECT shared by the copies of
- * an end as by those of an open file description.  On shared ends:
- * pp_read, pp_write, pp_readv, pp_writev, pp_close, pp_fcntl (F_GETFL,
- * F_SETFL, F_GETPIPE_SZ, F_SETPIPE_SZ up to 1 MiB), pp_ioctl (FIONREAD,
- * FIONBIO); other calls fail with EINVAL.  docs/shared-pipes.md.
+ * an end as by those of an open file description.  Every pipe call takes
+ * shared ends, with these differences: F_SETPIPE_SZ goes up to 1 MiB;
+ * bytes that enter by splice, tee or vmsplice are copied into the arena
+ * then (another process cannot see this one's pages), and pp_write_ref()
+ * fails with EINVAL (pp_write_lend() is the zero-copy write there);
+ * pp_file_event_fd() is a descriptor of this process kept by a thread of
+ * it.  docs/shared-pipes.md.
  */
 #define PP_O_SHARED		0x20000000
 
@@ -140,6 +143,15 @@ ssize_t  pp_pipe_set_size(struct pp_file *f, size_t bytes);
  * or close it.  -1 and errno (those of eventfd(2): EMFILE, ENFILE, ENOMEM,
  * ENODEV) on failure; EINVAL for a file that is not a pagepipe end (poll an
  * OS descriptor itself).
+ *
+ * A PP_O_SHARED end's descriptor is this process's (one per direction per
+ * process), kept by a thread this call starts, which sleeps on the shared
+ * ring and stops when the process closes its last end of that direction;
+ * a fork()ed child shares it and calls this again to start its own
+ * thread.  Readiness that another process takes away (it read the bytes)
+ * shows until an operation here finds the end not ready (EAGAIN, a
+ * pp_poll()), as when processes share a kernel pipe's descriptor and one
+ * reads what the other's epoll announced.
  */
 int      pp_file_event_fd(struct pp_file *f);
 
