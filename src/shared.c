@@ -1500,11 +1500,14 @@ static int sh_release(struct pp_file *f)
 		reg_head = e->next;
 	if (e->next)
 		e->next->prev = e->prev;
-	last = --sp->ends == 0;
 	stop = --sp->side_ends[e->side] == 0;
 	pthread_mutex_unlock(&reg_lock);
+	/* Before our count of sp goes: whoever takes it to 0 frees sp. */
 	if (stop)
 		event_stop(&sp->ev[e->side]);
+	pthread_mutex_lock(&reg_lock);
+	last = --sp->ends == 0;
+	pthread_mutex_unlock(&reg_lock);
 	free(e);
 	if (last) {
 		pp__arena_unmap(&sp->arena);
