@@ -1385,6 +1385,9 @@ int pp__shared_write_done(struct pp_file *f, size_t filled)
 {
 	struct sh_end *e = end_of(f);
 	size_t lens[PP_LEASE_MAX];
+	uint32_t flags[PP_LEASE_MAX];
+	/* An O_DIRECT end's pages go as packets, a page each, as sh_writev sends them. */
+	uint32_t fl = (end_flags(e) & O_DIRECT) ? PP_BUF_FLAG_PACKET : 0;
 
 	if (!__atomic_load_n(&e->leasing, __ATOMIC_ACQUIRE))
 		return -EINVAL;
@@ -1392,9 +1395,10 @@ int pp__shared_write_done(struct pp_file *f, size_t filled)
 	filled = min_t(size_t, filled, e->lease_len);
 	for (unsigned int i = 0; i < e->lease_n; i++) {
 		lens[i] = min_t(size_t, filled, pp__page_size);
+		flags[i] = fl;
 		filled -= lens[i];
 	}
-	pp__shared_commit(f, e->lease_idx, e->lease_n, lens, NULL);
+	pp__shared_commit(f, e->lease_idx, e->lease_n, lens, flags);
 	return 0;
 }
 

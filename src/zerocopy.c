@@ -322,11 +322,14 @@ static int do_write_done(struct pp_file *f, size_t filled)
 	/* Only the lease holder can have set active, and it holds wr_mutex: no race. */
 	if (!lease || !lease->active || lease->owner != f)
 		return -EINVAL;
+	/* An O_DIRECT end's pages go as packets, a page each, as write() sends them. */
+	unsigned int flags = (pp__file_flags(f) & O_DIRECT) ? PP_BUF_FLAG_PACKET : 0;
+
 	filled = min_t(size_t, filled, lease->lent);
 	for (unsigned int i = 0; i < lease->nr; i++) {
 		size_t l = min_t(size_t, filled, pp__page_size);
 		struct pp_buf buf = { .page = lease->pages[i], .len = (unsigned int)l,
-				      .ops = &pp_anon_buf_ops };
+				      .ops = &pp_anon_buf_ops, .flags = flags };
 
 		if (!l) {
 			pp__page_free(p, lease->pages[i]);
