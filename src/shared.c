@@ -1674,6 +1674,10 @@ static void event_stop(struct sh_event *ev)
 	ev->running = false;
 	pthread_mutex_unlock(&reg_lock);
 	__atomic_store_n(&ev->stop, true, __ATOMIC_RELEASE);
+	/* The word changes before the wake: a watcher that has not slept yet will not. */
+	pthread_mutex_lock(&ev->lock);
+	__atomic_store_n(&ev->set, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&ev->lock);
 	futex(&ev->set, FUTEX_WAKE_PRIVATE, 1, NULL);
 	/* Wakes every sleeper on the word, in every process: each looks again, no harm. */
 	__atomic_fetch_add(ev->side ? &c->wr_wait : &c->rd_wait, 1, __ATOMIC_SEQ_CST);

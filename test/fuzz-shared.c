@@ -82,8 +82,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	close(fds[0]);
 	close(fds[1]);
-	/* The same layout shared.c asked for: 256 pages, 256 slots. */
-	if (pp__arena_layout(&lay, (uint32_t)pp_page_size(), 256, 256))
+	/* The same layout shared.c asked for: 260 pages (SH_PAGES), 256 slots. */
+	if (pp__arena_layout(&lay, (uint32_t)pp_page_size(), 260, 256))
 		abort();
 	words = lay.pages_off / 4;
 	lock0 = lay.ctrl_off / 4;
@@ -97,7 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		pp_fcntl(e[0], F_SETFL, O_NONBLOCK);
 		pp_fcntl(e[1], F_SETFL, O_NONBLOCK);
-		switch (k % 7) {
+		switch (k % 10) {
 		case 0:
 		case 1:
 			for (size_t i = 0; i < n; i++)
@@ -146,6 +146,70 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					      wpos - rpos);
 			r = pp_poll(p, 2, 0);
 			check_errno(op, r, "poll");
+			break;
+		}
+		case 7: {
+			/* The arena's pages lent to the writer, filled in place, part of them queued. */
+			struct iovec v[16];
+			size_t fill = u16(&c) % (n + 1), done = 0;
+
+			r = pp_write_lend(e[1], v, 16, n);
+			check_errno(op, r, "write_lend");
+			if (r <= 0)
+				break;
+			fill = fill < (size_t)r ? fill : (size_t)r;
+			for (int i = 0; done < fill; i++)
+				for (size_t j = 0; j < v[i].iov_len && done < fill; j++, done++)
+					((unsigned char *)v[i].iov_base)[j] = stream_byte(wpos + done);
+			if (pp_write_done(e[1], fill))
+				fuzz_mismatch(op, "write_done: %s", strerror(errno));
+			wpos += fill;
+			break;
+		}
+		case 8: {
+			/* The front lent in place, checked, part of it taken. */
+			struct iovec v[16];
+			size_t take = u16(&c) % (n + 1), seen = 0;
+
+			r = pp_read_lend(rd, v, 16, n);
+			check_errno(op, r, "read_lend");
+			if (r <= 0)
+				break;
+			if (r > (long)n)
+				fuzz_mismatch(op, "lent %ld of %zu", r, n);
+			for (int i = 0; !scribbled && seen < (size_t)r; i++)
+				for (size_t j = 0; j < v[i].iov_len; j++, seen++)
+					if (((unsigned char *)v[i].iov_base)[j] != stream_byte(rpos + seen))
+						fuzz_mismatch(op, "lent byte %llu is wrong", rpos + seen);
+			take = take < (size_t)r ? take : (size_t)r;
+			if (pp_read_done(rd, take))
+				fuzz_mismatch(op, "read_done: %s", strerror(errno));
+			rpos += take;
+			break;
+		}
+		case 9: {
+			/* vmsplice both ways: a copy into the arena, a copy out of it. */
+			struct iovec v;
+
+			if (k & 0x40) {
+				for (size_t i = 0; i < n; i++)
+					wbuf[i] = stream_byte(wpos + i);
+				v = (struct iovec){ wbuf, n };
+				r = pp_vmsplice(e[1], &v, 1, SPLICE_F_NONBLOCK);
+				check_errno(op, r, "vmsplice in");
+				if (r > 0)
+					wpos += (unsigned long long)r;
+			} else {
+				v = (struct iovec){ rbuf, n };
+				r = pp_vmsplice(rd, &v, 1, SPLICE_F_NONBLOCK);
+				check_errno(op, r, "vmsplice out");
+				for (long i = 0; !scribbled && i < r; i++)
+					if (rbuf[i] != stream_byte(rpos + (unsigned long long)i))
+						fuzz_mismatch(op, "vmspliced byte %llu is wrong",
+							      rpos + (unsigned long long)i);
+				if (r > 0)
+					rpos += (unsigned long long)r;
+			}
 			break;
 		}
 		}
