@@ -9,7 +9,8 @@
  * number, a checksum, a pattern), every producer publishes whole ones and
  * every consumer takes whole ones.
  *  - writers_killed: 40 writer processes in turn, each running one kind of
- *    call in a loop, killed after a random 0-15 ms while the parent reads:
+ *    call in a loop (one kind resizes the pipe between records), killed
+ *    after a random 0-15 ms while the parent reads:
  *    the parent sees every record whole, each writer's records in order
  *    with none missing before the last it got (a write is whole or
  *    absent), then EOF once the last is dead;
@@ -81,7 +82,7 @@ static unsigned int rnd(unsigned int *state)
 /* ---------------------------------------------------------------------- */
 /* Writers. */
 
-enum wkind { W_WRITE, W_WRITEV, W_LEASE, W_VMSPLICE, W_SPLICE, W_KINDS };
+enum wkind { W_WRITE, W_WRITEV, W_LEASE, W_VMSPLICE, W_SPLICE, W_RESIZE, W_KINDS };
 
 /* A file of whole records, spliced from at page-aligned offsets. */
 static char rec_file[64];
@@ -167,6 +168,14 @@ static void __attribute__((noreturn)) writer_child(struct pp_file *w, uint32_t i
 			r = pp_vmsplice(w, &v, 1, 0);
 			break;
 		}
+		case W_RESIZE:
+			/* Both locks held a while, between records: a kill lands in a resize too. */
+			r = pp_fcntl(w, F_SETPIPE_SZ, 4096u << (rnd(&st) % 9));
+			if (r < 0 && errno != EBUSY)
+				_exit(T_EXIT_FAIL);
+			r = pp_write(w, buf, REC);
+			n = 1;
+			break;
 		case W_SPLICE: {
 			/* The file's records have their own numbers: writer 0xffff. */
 			off_t off = (off_t)(rnd(&st) % 64) * 4096;
