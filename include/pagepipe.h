@@ -147,8 +147,8 @@ ssize_t  pp_pipe_set_size(struct pp_file *f, size_t bytes);
  * A PP_O_SHARED end's descriptor is this process's (one per direction per
  * process), kept by a thread this call starts, which sleeps on the shared
  * ring and stops when the process closes its last end of that direction;
- * a fork()ed child shares it and calls this again to start its own
- * thread.  Readiness that another process takes away (it read the bytes)
+ * a fork()ed child calls this again before it uses the descriptor: the
+ * same number comes back, now the child's own.  Readiness that another process takes away (it read the bytes)
  * shows until an operation here finds the end not ready (EAGAIN, a
  * pp_poll()), as when processes share a kernel pipe's descriptor and one
  * reads what the other's epoll announced.

@@ -116,6 +116,7 @@ _Static_assert(sizeof(struct sh_slot) <= PP_ARENA_SLOT_SIZE, "slot outgrew its r
  */
 struct sh_event {
 	int fd;				/* the eventfd; -1 until asked for.  Atomic: the hot path looks */
+	int inherited;			/* after fork(): the parent's, until this process asks */
 	uint32_t set;			/* private futex word: 1 while fd is readable */
 	bool running, stop;		/* the watcher; under reg_lock, stop atomic */
 	pthread_t thread;
@@ -449,6 +450,21 @@ static bool peer_side_open(const struct sh_end *e)
 }
 
 /*
+ * Before a non-blocking call says EAGAIN: a kernel pipe would say EOF or
+ * EPIPE if the other side were gone, and a side that died (SIGKILL) left
+ * its count in the hint, so the token decides.  A side found gone has its
+ * hint set to 0 for everyone: no process holds it, so no fork() can add
+ * to it again.
+ */
+static bool peer_gone_now(const struct sh_end *e)
+{
+	if (!peer_side_gone(e))
+		return false;
+	__atomic_store_n(count_of(ctrl(e->sp), !e->side), 0, __ATOMIC_RELAXED);
+	return true;
+}
+
+/*
  * Wait, with no lock held, until ready(c) (true) or the other side is gone
  * everywhere (false).  Spins a little first when another CPU may be
  * running the peer; the spin ends early when the hint says the other side
@@ -729,7 +745,7 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		if (head - tail >= __atomic_load_n(&c->max_usage, __ATOMIC_RELAXED)) {
 			if (end_flags(e) & O_NONBLOCK) {
 				if (!ret)
-					ret = -EAGAIN;
+					ret = peer_gone_now(e) ? pp__pipe_epipe(f) : -EAGAIN;
 				break;
 			}
 			side_unlock(&c->wr_lock);
@@ -778,7 +794,8 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		ret += (ssize_t)n;
 		left -= n;
 	}
-	if (ev_on(sp, 1) && (ret == -EAGAIN || !has_room(c)))
+	/* Not ready: full with a reader left (EPIPE is ready, as POLLERR). */
+	if (ev_on(sp, 1) && (ret == -EAGAIN || (ret > 0 && !has_room(c))))
 		event_clear(sp, 1);
 	side_unlock(&c->wr_lock);
 	if (ret > 0)
@@ -959,7 +976,8 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		if (gone || !peer_side_open(e))
 			break;		/* EOF */
 		if (end_flags(e) & O_NONBLOCK) {
-			ret = -EAGAIN;
+			if (!peer_gone_now(e))
+				ret = -EAGAIN;
 			break;
 		}
 		/*
@@ -983,7 +1001,9 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		if (err)
 			return err;	/* nothing read yet */
 	}
-	if (ev_on(sp, 0) && (ret == -EAGAIN || !has_data(c)))
+	/* Not ready: empty with a writer left (EOF is ready, as POLLHUP). */
+	if (ev_on(sp, 0) && (ret == -EAGAIN || (ret > 0 && !has_data(c) &&
+						__atomic_load_n(&c->writers, __ATOMIC_RELAXED))))
 		event_clear(sp, 0);
 	side_unlock(&c->rd_lock);
 	if (freed)
@@ -1072,6 +1092,8 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 			if (gone || !peer_side_open(e))
 				break;		/* EOF: err is 0 */
 			if (nonblock) {
+				if (peer_gone_now(e))
+					break;	/* EOF */
 				err = -EAGAIN;
 				if (ev_on(sp, 0))
 					event_clear(sp, 0);
@@ -1185,7 +1207,7 @@ void pp__shared_consume(struct pp_file *f, size_t n)
 		__atomic_store_n(&c->tail, tail, __ATOMIC_RELEASE);
 		pp__arena_page_put_many(&sp->arena, freed, nf);
 	}
-	if (ev_on(sp, 0) && !has_data(c))
+	if (ev_on(sp, 0) && !has_data(c) && __atomic_load_n(&c->writers, __ATOMIC_RELAXED))
 		event_clear(sp, 0);
 	side_unlock(&c->rd_lock);
 	if (nf)
@@ -1228,6 +1250,10 @@ again:
 		if (room)
 			break;
 		if (nonblock) {
+			if (peer_gone_now(e)) {
+				err = pp__pipe_epipe(f);
+				goto out;
+			}
 			err = -EAGAIN;
 			if (ev_on(sp, 1))
 				event_clear(sp, 1);
@@ -1308,7 +1334,7 @@ ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, cons
 	__atomic_store_n(&c->head, head, __ATOMIC_RELEASE);
 	if (nu)
 		pp__arena_page_put_many(&sp->arena, unused, nu);
-	if (ev_on(sp, 1) && !has_room(c))
+	if (ev_on(sp, 1) && !has_room(c) && __atomic_load_n(&c->readers, __ATOMIC_RELAXED))
 		event_clear(sp, 1);
 	side_unlock(&c->wr_lock);
 	if (ret)
@@ -1439,10 +1465,23 @@ static void reg_fork_child(void)
 	for (struct sh_end *e = reg_head; e; e = e->next) {
 		if (e->token >= 0)
 			__atomic_fetch_add(count_of(ctrl(e->sp), e->side), 1, __ATOMIC_SEQ_CST);
-		/* The watchers stayed in the parent; the eventfds are shared with it. */
+		/*
+		 * The watchers stayed in the parent, and the eventfd is the
+		 * parent's: this process must neither clear it nor count on it
+		 * (two processes' flags over one counter lose wake-ups).  Its
+		 * number is kept for the eventfd of our own that a request
+		 * here puts there (pp__shared_event_fd).
+		 */
 		for (int i = 0; i < 2; i++) {
-			e->sp->ev[i].running = false;
-			pthread_mutex_init(&e->sp->ev[i].lock, NULL);
+			struct sh_event *ev = &e->sp->ev[i];
+
+			if (ev->fd >= 0) {
+				ev->inherited = ev->fd;
+				ev->fd = -1;
+			}
+			ev->set = 0;
+			ev->running = false;
+			pthread_mutex_init(&ev->lock, NULL);
 		}
 	}
 	pthread_mutex_unlock(&reg_lock);
@@ -1484,7 +1523,7 @@ static struct sh_pipe *sh_pipe_new(void)
 	if (!sp)
 		return NULL;
 	for (int i = 0; i < 2; i++) {
-		sp->ev[i] = (struct sh_event){ .fd = -1, .sp = sp, .side = i };
+		sp->ev[i] = (struct sh_event){ .fd = -1, .inherited = -1, .sp = sp, .side = i };
 		pthread_mutex_init(&sp->ev[i].lock, NULL);
 	}
 	return sp;
@@ -1576,8 +1615,12 @@ static short sh_poll(struct pp_file *f, short events)
  * processes read from.  set and clear take ev->lock, so that the
  * eventfd's counter and `set` agree.  The thread starts on the first
  * request and stops when this process closes its last end of that
- * direction; a fork()ed child shares the eventfd and starts its own
- * watcher when it asks for the descriptor.
+ * direction.  A fork()ed child does not touch the parent's eventfd; when
+ * it asks, it gets one of its own under the same number, and a watcher.
+ * A clear happens only where the end is not ready: EOF and EPIPE are
+ * ready (POLLHUP, POLLERR), and the non-blocking calls ask the tokens
+ * before they say EAGAIN, so that a side that died is EOF or EPIPE there
+ * too.
  */
 static bool ev_ready(struct sh_event *ev)
 {
@@ -1687,6 +1730,9 @@ close_fd:
 	fd = __atomic_exchange_n(&ev->fd, -1, __ATOMIC_ACQ_REL);
 	if (fd >= 0)
 		close(fd);
+	if (ev->inherited >= 0)
+		close(ev->inherited);
+	ev->inherited = -1;
 	__atomic_store_n(&ev->set, 0, __ATOMIC_RELAXED);
 }
 
@@ -1705,6 +1751,17 @@ int pp__shared_event_fd(struct pp_file *f)
 			err = -errno;
 			goto out;
 		}
+		/* A fork()ed child's own eventfd, under the number it inherited. */
+		if (ev->inherited >= 0) {
+			if (dup3(fd, ev->inherited, O_CLOEXEC) < 0) {
+				err = -errno;
+				close(fd);
+				goto out;
+			}
+			close(fd);
+			fd = ev->inherited;
+			ev->inherited = -1;
+		}
 		__atomic_store_n(&ev->set, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&ev->fd, fd, __ATOMIC_RELEASE);
 	}
@@ -1719,6 +1776,9 @@ int pp__shared_event_fd(struct pp_file *f)
 			goto out;
 		ev->running = true;
 	}
+	/* Readable on return when the end is ready now, as a kernel pipe's descriptor is. */
+	if (ev_ready(ev) || peer_side_gone(e))
+		event_set(ev);
 out:
 	pthread_mutex_unlock(&reg_lock);
 	return err ? err : ev->fd;
