@@ -145,7 +145,7 @@ static ssize_t fill_from_endpoint(struct pp_file *in, off_t *ppos, void **pages,
 
 /* Read from an OS descriptor into the reserved pages, chunk i into page i. */
 static ssize_t fill_from_fd(struct pp_file *in, off_t *ppos, void **pages, unsigned int n,
-			    size_t len, bool nonblock, struct pp_file *out, size_t *lens)
+			    size_t len, bool nonblock, bool nowait, struct pp_file *out, size_t *lens)
 {
 	struct iovec iov[SH_BATCH];
 	unsigned int k = 0;
@@ -172,8 +172,8 @@ static ssize_t fill_from_fd(struct pp_file *in, off_t *ppos, void **pages, unsig
 		return err;
 	if (ppos) {
 		r = preadv(in->fd, iov, (int)k, *ppos);
-	} else if (nonblock && (in->kind == PP_KIND_FIFO ||
-				(in->kind == PP_KIND_SOCK && (in->fd_flags & PP_FD_UNIX)))) {
+	} else if (nowait || (nonblock && (in->kind == PP_KIND_FIFO ||
+					   (in->kind == PP_KIND_SOCK && (in->fd_flags & PP_FD_UNIX))))) {
 		/* Linux: a kernel pipe is splice_pipe_to_pipe's, AF_UNIX reads MSG_DONTWAIT (sock.c). */
 		r = rw_nowait(in->fd, iov, (int)k, false);
 	} else {
@@ -202,24 +202,42 @@ ssize_t pp__shared_splice_in(struct pp_file *in, off_t *ppos, struct pp_file *ou
 			     unsigned int flags)
 {
 	bool nonblock = flags & SPLICE_F_NONBLOCK;
+	/*
+	 * A source that can keep us waiting (a kernel pipe, a socket, a
+	 * device) is waited for with no lock, as splice_pipe_to_pipe's
+	 * ipipe_prep waits, and then read without waiting: a writer of the
+	 * pipe must not wait behind a splice that waits for its input.
+	 */
+	bool first = in->fd >= 0 && in->kind != PP_KIND_REG && !nonblock;
 	void *pages[SH_BATCH];
 	uint32_t idx[SH_BATCH];
-	size_t lens[SH_BATCH] = { 0 };
 	unsigned int want;
 	ssize_t r;
 	int n;
 
 	len = min_t(size_t, len, PP_MAX_RW);
 	want = (unsigned int)min_t(size_t, SH_BATCH, len / pp__page_size + 2);
-	n = pp__shared_reserve(out, want, nonblock, pages, idx);
-	if (n < 0)
-		return n;
-	if (in->fd >= 0)
-		r = fill_from_fd(in, ppos, pages, (unsigned int)n, len, nonblock, out, lens);
-	else
-		r = fill_from_endpoint(in, ppos, pages, (unsigned int)n, len, flags, lens);
-	pp__shared_commit(out, idx, (unsigned int)n, lens, NULL);
-	return r;
+	for (;;) {
+		size_t lens[SH_BATCH] = { 0 };
+
+		if (first) {
+			struct pollfd pfd = { in->fd, POLLIN, 0 };
+
+			while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+				;
+		}
+		n = pp__shared_reserve(out, want, nonblock, pages, idx);
+		if (n < 0)
+			return n;
+		if (in->fd >= 0)
+			r = fill_from_fd(in, ppos, pages, (unsigned int)n, len, nonblock, first, out,
+					 lens);
+		else
+			r = fill_from_endpoint(in, ppos, pages, (unsigned int)n, len, flags, lens);
+		pp__shared_commit(out, idx, (unsigned int)n, lens, NULL);
+		if (r != -EAGAIN || !first)
+			return r;	/* else another reader of the source was first: again */
+	}
 }
 
 /* ---------------------------------------------------------------------- */

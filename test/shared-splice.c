@@ -41,6 +41,8 @@
  *    says whether they merged into the spliced buffer (the kernel: 61440
  *    after the first three, a slot of their own; 65535 after a whole buffer
  *    moved pipe to pipe, which stays mergeable);
+ *  - splice_wait_holds_no_lock: a splice from an empty kernel pipe into a
+ *    shared pipe waits with no lock held: a write to that pipe goes on;
  *  - read_lend_across_fork (pagepipe only): pp_read_lend/pp_read_done on
  *    bytes written and spliced from a file by a peer: the bytes lent are
  *    those written, a partial done leaves the rest, a write during a loan
@@ -56,6 +58,8 @@
 #include "helpers.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <limits.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -1077,6 +1081,49 @@ static int read_lend_across_fork(void)
 	return T_EXIT_PASS;
 }
 
+/* ---------------------------------------------------------------------- */
+/*
+ * A splice that waits for its input holds no lock of the pipe: a writer of
+ * the shared pipe goes on while a splice from an empty kernel pipe into it
+ * waits (the kernel's splice_pipe_to_pipe waits in ipipe_prep, unlocked).
+ */
+static struct pp_file *wait_in_end;
+static int wait_kfd[2];
+
+static void *splice_waiter(void *arg)
+{
+	struct pp_file *kin = pp_fdopen(wait_kfd[0]);
+
+	(void)arg;
+	return (void *)(intptr_t)(kin ? pp_splice(kin, NULL, wait_in_end, NULL, 4096, 0) : -2);
+}
+
+static int splice_wait_holds_no_lock(void)
+{
+	struct pp_file *p[2];
+	pthread_t th;
+	void *rv;
+	char b[16];
+
+	ASSERT_EQ(pipe(wait_kfd), 0);
+	ASSERT_EQ(pp_pipe2(p, PP_O_SHARED), 0);
+	wait_in_end = p[1];
+	ASSERT_EQ(pthread_create(&th, NULL, splice_waiter, NULL), 0);
+	t_sleep_ms(200);	/* let it reach its wait; were it not there yet, this proves less, not wrong */
+	t_watchdog(10, "a write behind a waiting splice");
+	ASSERT_EQ(pp_write(p[1], "x", 1), 1);
+	t_watchdog(0, NULL);
+	ASSERT_EQ(write(wait_kfd[1], "abc", 3), 3);
+	t_join(th, &rv, 10);
+	ASSERT_EQ((long)(intptr_t)rv, 3);
+	ASSERT_EQ(pp_read(p[0], b, sizeof(b)), 4);
+	ASSERT_MEM_EQ(b, "xabc", 4);
+	pp_close(p[0]);
+	pp_close(p[1]);
+	close(wait_kfd[1]);
+	return 0;
+}
+
 int main(void)
 {
 	static const struct t_subtest tests[] = {
@@ -1088,6 +1135,7 @@ int main(void)
 		T_SUBTEST(vmsplice_both_ends),
 		T_SUBTEST(slots_after_splice),
 		T_SUBTEST(read_lend_across_fork),
+		T_SUBTEST(splice_wait_holds_no_lock),
 	};
 	const char *v = getenv("SHARED_SPLICE_VERBOSE");
 
