@@ -1093,9 +1093,11 @@ static int wait_kfd[2];
 static void *splice_waiter(void *arg)
 {
 	struct pp_file *kin = pp_fdopen(wait_kfd[0]);
+	ssize_t r = kin ? pp_splice(kin, NULL, wait_in_end, NULL, 4096, 0) : -2;
 
 	(void)arg;
-	return (void *)(intptr_t)(kin ? pp_splice(kin, NULL, wait_in_end, NULL, 4096, 0) : -2);
+	pp_close(kin);
+	return (void *)(intptr_t)r;
 }
 
 static int splice_wait_holds_no_lock(void)
@@ -1120,6 +1122,7 @@ static int splice_wait_holds_no_lock(void)
 	ASSERT_MEM_EQ(b, "xabc", 4);
 	pp_close(p[0]);
 	pp_close(p[1]);
+	close(wait_kfd[0]);
 	close(wait_kfd[1]);
 	return 0;
 }
