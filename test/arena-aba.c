@@ -284,7 +284,8 @@ static void *bt_thread(void *arg)
 	unsigned long long s = 0x9e3779b97f4a7c15ull * (t->id + 1);
 	uint32_t idx[8];
 
-	while (t_now_ms() < t->deadline) {
+	/* At least one round: under valgrind a thread may first run after the deadline. */
+	do {
 		unsigned int want;
 		int r;
 
@@ -343,7 +344,7 @@ static void *bt_thread(void *arg)
 				t_fail_at(__FILE__, __LINE__, "thread %u: put_many = %d", t->id, r);
 			t->ops++;
 		}
-	}
+	} while (t_now_ms() < t->deadline);
 	return NULL;
 }
 
@@ -363,10 +364,11 @@ static int batch_threads(void)
 	}
 	for (unsigned int i = 0; i < BT_THREADS; i++) {
 		t_join(th[i], NULL, 20);
-		ASSERT_TRUE(t[i].ops > 0);
+		ASSERT_TRUE(t[i].ops + t[i].nomem > 0);	/* it ran */
 		ops += t[i].ops;
 		nomem += t[i].nomem;
 	}
+	ASSERT_TRUE(ops > 0);
 	for (unsigned int i = 0; i < BT_PAGES; i++)
 		ASSERT_EQ(atomic_load(&owner[i]), 0);
 	check_pages(&a, held);
