@@ -75,6 +75,7 @@ static inline long long pp__mono_ns(void)
 /* -------------------------------------------------------------------------
  * Pipes between processes (shared.c): their ends are PP_KIND_SHARED files.
  */
+#define PP_SHARED_SLOTS	256u	/* a shared pipe's ring: 1 MiB of pages, pipe-max-size */
 int  pp__shared_pipe2(struct pp_file *ends[2], int flags);
 int  pp__shared_fcntl(struct pp_file *f, int cmd, unsigned long arg);
 int  pp__shared_fionread(struct pp_file *f, int *out);
@@ -98,15 +99,13 @@ int     pp__shared_read_done(struct pp_file *f, size_t consumed);
 #define PP_LEASE_MAX	64u	/* pages one pp_write_lend() lends at most */
 ssize_t pp__shared_write_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t count);
 int     pp__shared_write_done(struct pp_file *f, size_t filled);
-/* splice, tee and vmsplice on shared ends (shared_splice.c), after splice.c's checks. */
+/* splice and tee on shared ends (shared_splice.c), after splice.c's checks; vmsplice is vmsplice.c's. */
 ssize_t pp__shared_splice_in(struct pp_file *in, off_t *ppos, struct pp_file *out, size_t len,
 			     unsigned int flags);
 ssize_t pp__shared_splice_out(struct pp_file *in, struct pp_file *out, off_t *ppos, size_t len,
 			      unsigned int flags);
 ssize_t pp__shared_splice_pipes(struct pp_file *in, struct pp_file *out, size_t len,
 				unsigned int flags, bool tee);
-ssize_t pp__shared_vmsplice(struct pp_file *f, const struct iovec *iov, unsigned long nr_segs,
-			    size_t total, unsigned int flags);
 /* splice.c's waits for an output descriptor's room. */
 int  pp__splice_wait_output(struct pp_file *out, bool nonblock, bool now);
 bool pp__splice_output_nonblock(struct pp_file *out, unsigned int flags);

@@ -57,7 +57,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#define SH_SLOTS	256u		/* the arena's slots: 1 MiB, pipe-max-size */
+#define SH_SLOTS	PP_SHARED_SLOTS	/* the arena's slots: 1 MiB, pipe-max-size */
 /*
  * Its pages: a page for every slot, and a few more.  A reader moves tail
  * before it gives the emptied slot's page back (a reader killed between

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * shared_splice.c - splice, tee, vmsplice and the zero-copy read on the
- * ends of a pipe between processes (PP_O_SHARED, shared.c).
+ * shared_splice.c - splice and tee on the ends of a pipe between
+ * processes (PP_O_SHARED, shared.c); vmsplice on them is vmsplice.c's, the
+ * loans zerocopy.c's, on the same primitives.
  *
  * A shared pipe's buffers are arena pages, and the arena is all the other
  * process sees: a buffer that referred to this process's memory (a page of
@@ -38,7 +39,7 @@
 #include <unistd.h>
 
 /* Slots one call moves at most: a whole pipe at pipe-max-size (1 MiB). */
-#define SH_BATCH	256u
+#define SH_BATCH	PP_SHARED_SLOTS
 
 static bool end_nonblock(const struct pp_file *f)
 {
@@ -399,9 +400,7 @@ static ssize_t take_from_pipe(struct pp_file *in, void **pages, unsigned int n, 
 	if (!tee && nr)
 		pp__pipe_consume(p, taken, false, &dead);
 	pp__pipe_unlock_consumer(p);
-	pp__pipe_release_dead(p, &dead);
-	if (!tee && taken)
-		pp__pipe_wake_writers(p);
+	pp__pipe_release_dead(p, &dead);	/* the consume woke the writers */
 	return taken ? (ssize_t)taken : err;
 }
 
@@ -456,52 +455,4 @@ ssize_t pp__shared_splice_pipes(struct pp_file *in, struct pp_file *out, size_t 
 				return r;
 		}
 	}
-}
-
-/* ---------------------------------------------------------------------- */
-/* vmsplice into a shared pipe: copies into the arena (out of one: vmsplice.c). */
-
-ssize_t pp__shared_vmsplice(struct pp_file *f, const struct iovec *iov, unsigned long nr_segs,
-			    size_t total, unsigned int flags)
-{
-	bool nonblock = flags & SPLICE_F_NONBLOCK;	/* the pipe's O_NONBLOCK is not asked, as in Linux */
-
-	{
-		/* A slot per user page each segment touches, as iter_to_pipe makes them. */
-		struct iovec chunk[SH_BATCH];
-		void *pages[SH_BATCH];
-		uint32_t idx[SH_BATCH];
-		size_t lens[SH_BATCH] = { 0 };
-		unsigned int nc = 0;
-		ssize_t ret = 0;
-		int n;
-
-		for (unsigned long i = 0; i < nr_segs && nc < SH_BATCH && total; i++) {
-			uintptr_t a = (uintptr_t)iov[i].iov_base;
-			size_t left = min_t(size_t, iov[i].iov_len, total);
-
-			total -= left;
-			while (left && nc < SH_BATCH) {
-				size_t l = min_t(size_t, left, pp__page_size - (a & (pp__page_size - 1)));
-
-				chunk[nc++] = (struct iovec){ (void *)a, l };
-				a += l;
-				left -= l;
-			}
-		}
-		n = pp__shared_reserve(f, nc, nonblock, pages, idx);
-		if (n < 0)
-			return n;
-		for (int i = 0; i < n; i++) {
-			struct pp_iov_iter it = { &chunk[i], 1, 0 };
-
-			lens[i] = pp__iter_copy_from(&it, pages[i], chunk[i].iov_len);
-			ret += (ssize_t)lens[i];
-			if (lens[i] < chunk[i].iov_len)
-				break;	/* a fault: what came before it goes */
-		}
-		pp__shared_commit(f, idx, (unsigned int)n, lens, NULL);
-		return ret ? ret : -EFAULT;
-	}
-
 }

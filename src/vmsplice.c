@@ -430,6 +430,56 @@ static ssize_t vmsplice_shared_to_user(struct pp_file *f, const struct iovec *io
 	return copied ? (ssize_t)copied : -EFAULT;
 }
 
+/*
+ * Into a shared pipe: the other process cannot see our pages, so the bytes
+ * are copied into the arena's, a slot per user page each segment touches
+ * (iter_to_pipe's buffers).  Each segment's readable prefix is found first,
+ * as for the threaded pipe's references, so that memory that is not there
+ * is EFAULT (or the bytes before it) and never a fault in the copy.
+ */
+static ssize_t vmsplice_shared_from_user(struct pp_file *f, const struct iovec *iov,
+					 unsigned long nr_segs, size_t total, bool nonblock)
+{
+	struct iovec chunk[PP_SHARED_SLOTS];
+	void *pages[PP_SHARED_SLOTS];
+	uint32_t idx[PP_SHARED_SLOTS];
+	size_t lens[PP_SHARED_SLOTS] = { 0 };
+	const unsigned int max = PP_SHARED_SLOTS;	/* a whole pipe at pipe-max-size */
+	unsigned int nc = 0;
+	bool fault = false;
+	ssize_t ret = 0;
+	int n;
+
+	for (unsigned long i = 0; i < nr_segs && nc < max && total && !fault; i++) {
+		uintptr_t a = (uintptr_t)iov[i].iov_base;
+		size_t left = min_t(size_t, iov[i].iov_len, total), ok;
+
+		if (!left)
+			continue;
+		total -= left;
+		ok = user_readable((const void *)a, left);
+		fault = ok < left;
+		while (ok && nc < max) {
+			size_t l = min_t(size_t, ok, pp__page_size - (a & (pp__page_size - 1)));
+
+			chunk[nc++] = (struct iovec){ (void *)a, l };
+			a += l;
+			ok -= l;
+		}
+	}
+	/* Room first, as wait_for_space comes before the pages are pinned. */
+	n = pp__shared_reserve(f, nc ? nc : 1, nonblock, pages, idx);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n && (unsigned int)i < nc; i++) {
+		memcpy(pages[i], chunk[i].iov_base, chunk[i].iov_len);
+		lens[i] = chunk[i].iov_len;
+		ret += (ssize_t)lens[i];
+	}
+	pp__shared_commit(f, idx, (unsigned int)n, lens, NULL);
+	return ret ? ret : -EFAULT;
+}
+
 static ssize_t do_vmsplice(struct pp_file *f, const struct iovec *iov, unsigned long nr_segs,
 			   unsigned int flags)
 {
@@ -447,10 +497,10 @@ static ssize_t do_vmsplice(struct pp_file *f, const struct iovec *iov, unsigned 
 		total += min_t(size_t, iov[i].iov_len, PP_MAX_RW - total);
 	if (!total)
 		return 0;	/* before the pipe check, as in Linux */
-	if (pp__is_shared(f) && !pp__file_writable(f))
-		return vmsplice_shared_to_user(f, iov, nr_segs, total, nonblock);
 	if (pp__is_shared(f))
-		return pp__shared_vmsplice(f, iov, nr_segs, total, flags);
+		return pp__file_writable(f) ?
+			       vmsplice_shared_from_user(f, iov, nr_segs, total, nonblock) :
+			       vmsplice_shared_to_user(f, iov, nr_segs, total, nonblock);
 	if (!pp__is_pipe(f))
 		return -EBADF;
 	if (pp__file_writable(f))

@@ -41,6 +41,8 @@
  *    says whether they merged into the spliced buffer (the kernel: 61440
  *    after the first three, a slot of their own; 65535 after a whole buffer
  *    moved pipe to pipe, which stays mergeable);
+ *  - vmsplice_unmapped: vmsplice of memory that is not mapped is EFAULT
+ *    (or the bytes before it), as the kernel's, never a fault in the copy;
  *  - splice_wait_holds_no_lock: a splice from an empty kernel pipe into a
  *    shared pipe waits with no lock held: a write to that pipe goes on;
  *  - read_lend_across_fork (pagepipe only): pp_read_lend/pp_read_done on
@@ -1127,6 +1129,39 @@ static int splice_wait_holds_no_lock(void)
 	return 0;
 }
 
+/*
+ * vmsplice of memory that is not mapped, into a shared pipe, against the
+ * kernel: EFAULT for none of it, the bytes before it for a part (the
+ * copy into the arena must not fault on it).
+ */
+static int vmsplice_unmapped(void)
+{
+	size_t psz = (size_t)sysconf(_SC_PAGESIZE);
+	char *m = mmap(NULL, 2 * psz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct pp_file *p[2];
+	int k[2];
+	struct iovec gone, part;
+
+	if (t_under_valgrind())
+		return t_skip("valgrind reports the unmapped address the test passes on purpose");
+	ASSERT_TRUE(m != MAP_FAILED);
+	memset(m, 'v', psz);
+	ASSERT_EQ(munmap(m + psz, psz), 0);
+	gone = (struct iovec){ m + psz, 100 };
+	part = (struct iovec){ m + psz - 100, 300 };
+	ASSERT_EQ(pipe(k), 0);
+	ASSERT_EQ(pp_pipe2(p, PP_O_SHARED), 0);
+	ASSERT_SAME(vmsplice(k[1], &gone, 1, 0), pp_vmsplice(p[1], &gone, 1, 0));
+	ASSERT_SAME(vmsplice(k[1], &part, 1, 0), pp_vmsplice(p[1], &part, 1, 0));
+	ASSERT_SAME_FIONREAD(k[0], p[0]);
+	pp_close(p[0]);
+	pp_close(p[1]);
+	close(k[0]);
+	close(k[1]);
+	munmap(m, psz);
+	return 0;
+}
+
 int main(void)
 {
 	static const struct t_subtest tests[] = {
@@ -1139,6 +1174,7 @@ int main(void)
 		T_SUBTEST(slots_after_splice),
 		T_SUBTEST(read_lend_across_fork),
 		T_SUBTEST(splice_wait_holds_no_lock),
+		T_SUBTEST(vmsplice_unmapped),
 	};
 	const char *v = getenv("SHARED_SPLICE_VERBOSE");
 
