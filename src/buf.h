@@ -52,7 +52,7 @@ static inline void pp__buf_release(struct pp_pipe *p, struct pp_buf *buf)
 }
 
 void pp__loan_free(struct pp__loan *loan);
-void pp__lease_free(struct pp_pipe *p, struct pp__lease *lease);
+void pp__lease_free(struct pp__lease *lease);
 
 /* Anonymous pages (buf.c). */
 void *pp__page_alloc(struct pp_pipe *p);		/* NULL: ENOMEM */

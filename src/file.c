@@ -282,7 +282,7 @@ PP_EXPORT int pp_file_event_fd(struct pp_file *f)
 
 	if (!f)
 		return (int)pp__ret(-EBADF);
-	if (!pp__is_pipe(f) && !pp__is_shared(f))
+	if (!pp__is_pagepipe(f))
 		return (int)pp__ret(-EINVAL);
 	pp__file_get(f);
 	r = pp__is_shared(f) ? pp__shared_event_fd(f) : pp__pipe_event_fd(f);
@@ -392,7 +392,7 @@ static int do_ioctl(struct pp_file *f, unsigned long request, void *arg)
 			atomic_fetch_and(&f->flags, ~(request == FIONBIO ? O_NONBLOCK : O_ASYNC));
 		return 0;
 	case FIONREAD:
-		if (!pp__is_pipe(f) && !pp__is_shared(f))
+		if (!pp__is_pagepipe(f))
 			break;
 		if (!arg)
 			return -EFAULT;
@@ -518,7 +518,7 @@ static int do_poll(struct pp_pollfd *fds, nfds_t nfds, int timeout_ms)
 				short mine = pp__file_readable(f) ? (POLLIN | POLLRDNORM) : (POLLOUT | POLLWRNORM);
 				int efd = -1;
 
-				if ((pp__is_pipe(f) || pp__is_shared(f)) && (fds[i].events & mine)) {
+				if (pp__is_pagepipe(f) && (fds[i].events & mine)) {
 					/* No descriptor to sleep on (EMFILE): fail, as poll(2) would. */
 					efd = pp__is_shared(f) ? pp__shared_event_fd(f) : pp__pipe_event_fd(f);
 					if (efd < 0) {

@@ -86,6 +86,12 @@ static inline bool pp__is_shared(const struct pp_file *f)
 	return f->kind == PP_KIND_SHARED;
 }
 
+/* An end of a pagepipe, threaded or shared: what the pipe calls take. */
+static inline bool pp__is_pagepipe(const struct pp_file *f)
+{
+	return pp__is_pipe(f) || pp__is_shared(f);
+}
+
 /* Calls in flight hold a reference so that a concurrent pp_close() is safe. */
 static inline void pp__file_get(struct pp_file *f)
 {

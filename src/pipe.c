@@ -79,7 +79,7 @@ static void pipe_free(struct pp_pipe *p)
 	pp__pipe_free_tmp_pages(p);
 	pp__kpipe_free(p->kpipe);
 	pp__loan_free(p->loan);
-	pp__lease_free(p, p->lease);
+	pp__lease_free(p->lease);
 	if (p->rd_event_fd >= 0)
 		close(p->rd_event_fd);
 	if (p->wr_event_fd >= 0)

@@ -624,14 +624,11 @@ static int page_take_spare(struct sh_pipe *sp, uint32_t *idx)
 
 static int page_take(struct sh_pipe *sp, uint32_t *idx)
 {
-	uint32_t spare = __atomic_exchange_n(&ctrl(sp)->spare, 0, __ATOMIC_ACQUIRE);
+	int r = page_take_spare(sp, idx);
 
-	if (!spare)
-		return pp__arena_page_alloc(&sp->arena, idx);
-	if (spare - 1 >= sp->arena.lay.npages)
-		return corrupt(sp);
-	*idx = spare - 1;
-	return 0;
+	if (r)
+		return r < 0 ? r : 0;
+	return pp__arena_page_alloc(&sp->arena, idx);
 }
 
 static int page_give(struct sh_pipe *sp, uint32_t idx)
@@ -1310,10 +1307,9 @@ ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, cons
 	struct sh_pipe *sp = e->sp;
 	struct sh_ctrl *c = ctrl(sp);
 	uint32_t head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
-	ssize_t ret = 0;
-
 	uint32_t unused[SH_SLOTS];
 	unsigned int nu = 0;
+	ssize_t ret = 0;
 
 	for (unsigned int i = 0; i < n; i++) {
 		struct sh_slot *s;

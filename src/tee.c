@@ -128,7 +128,7 @@ static ssize_t do_tee(struct pp_file *in, struct pp_file *out, size_t len, unsig
 		return -EBADF;
 	if (pp__is_shared(in) || pp__is_shared(out)) {
 		/* shared_splice.c: a copy, as the other process cannot hold our pages. */
-		if (!(pp__is_pipe(in) || pp__is_shared(in)) || !(pp__is_pipe(out) || pp__is_shared(out)) ||
+		if (!pp__is_pagepipe(in) || !pp__is_pagepipe(out) ||
 		    (pp__is_shared(in) && pp__is_shared(out) && pp__shared_same(in, out)))
 			return -EINVAL;
 		return pp__shared_splice_pipes(in, out, len, flags, true);

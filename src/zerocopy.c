@@ -176,7 +176,7 @@ PP_EXPORT ssize_t pp_read_lend(struct pp_file *f, struct iovec *iov, int iovcnt,
 
 	if (!f)
 		return pp__ret(-EBADF);
-	if (!pp__is_pipe(f) && !pp__is_shared(f))
+	if (!pp__is_pagepipe(f))
 		return pp__ret(-EINVAL);
 	if (!pp__file_readable(f))
 		return pp__ret(-EBADF);
@@ -205,7 +205,7 @@ PP_EXPORT int pp_read_done(struct pp_file *f, size_t consumed)
 
 	if (!f)
 		return (int)pp__ret(-EBADF);
-	if (!pp__is_pipe(f) && !pp__is_shared(f))
+	if (!pp__is_pagepipe(f))
 		return (int)pp__ret(-EINVAL);
 	if (!pp__file_readable(f))
 		return (int)pp__ret(-EBADF);	/* the write end has no loan to end */
@@ -252,9 +252,8 @@ struct pp__lease {
 	void *pages[PP_LEASE_MAX];
 };
 
-void pp__lease_free(struct pp_pipe *p, struct pp__lease *lease)
+void pp__lease_free(struct pp__lease *lease)
 {
-	(void)p;
 	free(lease);
 }
 
@@ -317,13 +316,13 @@ static int do_write_done(struct pp_file *f, size_t filled)
 {
 	struct pp_pipe *p = f->pipe;
 	struct pp__lease *lease = p->lease;
+	/* An O_DIRECT end's pages go as packets, a page each, as write() sends them. */
+	unsigned int flags = (pp__file_flags(f) & O_DIRECT) ? PP_BUF_FLAG_PACKET : 0;
 	size_t pushed = 0;
 
 	/* Only the lease holder can have set active, and it holds wr_mutex: no race. */
 	if (!lease || !lease->active || lease->owner != f)
 		return -EINVAL;
-	/* An O_DIRECT end's pages go as packets, a page each, as write() sends them. */
-	unsigned int flags = (pp__file_flags(f) & O_DIRECT) ? PP_BUF_FLAG_PACKET : 0;
 
 	filled = min_t(size_t, filled, lease->lent);
 	for (unsigned int i = 0; i < lease->nr; i++) {
@@ -354,7 +353,7 @@ PP_EXPORT ssize_t pp_write_lend(struct pp_file *f, struct iovec *iov, int iovcnt
 
 	if (!f)
 		return pp__ret(-EBADF);
-	if (!pp__is_pipe(f) && !pp__is_shared(f))
+	if (!pp__is_pagepipe(f))
 		return pp__ret(-EINVAL);
 	if (!pp__file_writable(f))
 		return pp__ret(-EBADF);
@@ -381,7 +380,7 @@ PP_EXPORT int pp_write_done(struct pp_file *f, size_t filled)
 
 	if (!f)
 		return (int)pp__ret(-EBADF);
-	if (!pp__is_pipe(f) && !pp__is_shared(f))
+	if (!pp__is_pagepipe(f))
 		return (int)pp__ret(-EINVAL);
 	if (!pp__file_writable(f))
 		return (int)pp__ret(-EBADF);
