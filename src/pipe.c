@@ -615,6 +615,11 @@ static ssize_t read_kernel_run(struct pp_pipe *p, struct pp_iov_iter *it, size_t
  * slots published when it found data (head0) and once it drained the
  * pipe: it never returns more than the pipe held.
  */
+/* A large write publishes its pages this many at a time (pipe_write). */
+#ifndef PP_PUBLISH_PAGES
+#define PP_PUBLISH_PAGES	4
+#endif
+
 ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bool nonblock)
 {
 	struct pp_pipe *p = f->pipe;
@@ -622,7 +627,9 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 	struct pp__dead dead;
 	ssize_t total = pp__iov_total(iov, iovcnt);
 	ssize_t ret = 0;
-	unsigned int head0;
+	size_t owed = 0;
+	unsigned int head0, idx;
+	bool drained;
 	int err;
 
 	if (total < 0)
@@ -637,21 +644,27 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 	if (err)
 		return err;
 	head0 = pp__pipe_head(p);
-	while (ret < total && !dead.full) {
+	/*
+	 * Slots are copied from idx on and given back together once the read
+	 * is done (owed: the bytes copied from [tail, idx) and from a last
+	 * slot read in part), with one store of tail and one wake-up: a store
+	 * of tail per page is a line the waiting writer takes back each time.
+	 * The kernel's writer sees no room before pipe_read lets go of
+	 * pipe->mutex either.  With nothing copied yet, idx is tail.
+	 */
+	idx = p->tail;
+	while (ret < total) {
 		struct pp_slot *s;
 		struct pp_buf *buf;
-		size_t n, taken;
-		bool packet, drained = false;
+		size_t n;
 		ssize_t r;
 
-		if (ret && (int)(p->tail - head0) >= 0)
+		if (ret && (int)(idx - head0) >= 0)
 			break;	/* published after we began: the next read's */
-		if (pp__pipe_empty(p)) {
+		if (!ret && pp__pipe_empty(p)) {
 			const void *next = NULL;
 			bool offered;
 
-			if (ret)
-				break;
 			/*
 			 * A drained slot (pipe.h) is where the next write
 			 * lands, from the start of its page (slot_reopen): the
@@ -675,21 +688,41 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 			if (err)
 				return err;
 			head0 = pp__pipe_head(p);
+			idx = p->tail;
 			continue;
 		}
 
 		/* Published between the lock and the look: the first read takes it. */
-		if (!ret && p->tail == head0)
+		if (!ret && idx == head0)
 			head0 = pp__pipe_head(p);
-		s = pp__pipe_slot(p, p->tail);
+		s = pp__pipe_slot(p, idx);
 		pp__slot_sync(s);
 		buf = &s->buf;
 		n = min_t(size_t, buf->len, (size_t)(total - ret));
 		if (!n) {
-			pp__pipe_consume(p, 0, true, &dead);	/* zero-length: retire it */
+			/* Zero-length: retired with the rest, or now if it is in front. */
+			if (ret)
+				idx++;
+			else {
+				pp__pipe_consume(p, 0, true, &dead);
+				idx = p->tail;
+				if (dead.full)
+					break;
+			}
 			continue;
 		}
 		if (buf->ops == &pp__kernel_buf_ops) {
+			bool packet;
+
+			if (owed) {
+				/* read_kernel_run works at tail: give back what is before it. */
+				size_t taken = pp__pipe_consume(p, owed, false, &dead);
+
+				ret -= (ssize_t)(owed - taken);
+				owed = 0;
+				if (dead.full)
+					break;
+			}
 			r = read_kernel_run(p, &it, (size_t)(total - ret), head0, &dead, &packet);
 			if (r < 0) {
 				if (!ret)
@@ -697,7 +730,8 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 				break;
 			}
 			ret += r;
-			if (packet)
+			idx = p->tail;
+			if (packet || dead.full)
 				break;
 			continue;
 		}
@@ -718,12 +752,17 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 			}
 			break;
 		}
-		/* Read before the slot may go back to a producer. */
-		packet = buf->flags & PP_BUF_FLAG_PACKET;
-		taken = pp__pipe_consume_keep(p, (size_t)r, &dead, &drained);
-		ret += (ssize_t)taken;
-		if ((size_t)r < n || packet || taken < (size_t)r || drained)
+		ret += r;
+		owed += (size_t)r;
+		/* A packet read in part loses the rest (consume), as Linux does. */
+		if ((size_t)r < buf->len || (buf->flags & PP_BUF_FLAG_PACKET))
 			break;
+		idx++;
+	}
+	if (owed) {
+		size_t taken = pp__pipe_consume_keep(p, owed, &dead, &drained);
+
+		ret -= (ssize_t)(owed - taken);
 	}
 	pp__pipe_unlock_consumer(p);
 	pp__pipe_release_dead(p, &dead);
@@ -736,8 +775,9 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
  * pipe_write, with wr_mutex held.  The merge rule first: the sub-page
  * remainder goes into the last buffer if it may take all of it (any writer
  * may merge, packet or not: the last buffer's flag decides).  Then whole
- * pages, each published as soon as it is full, so the reader copies one
- * while we fill the next.  A full pipe: a non-blocking writer returns what
+ * pages, published PP_PUBLISH_PAGES at a time (docs/design.md: batches) so
+ * the reader copies some while we fill the rest, with room counted once
+ * per batch of free slots.  A full pipe: a non-blocking writer returns what
  * it wrote or EAGAIN; a blocking one lets go of wr_mutex and waits.  A
  * write of at most PIPE_BUF needs one slot or none, so it goes in whole
  * after any wait: it stays atomic.
@@ -750,6 +790,7 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 								  : PP_BUF_FLAG_CAN_MERGE;
 	size_t chars = total & (psz - 1);
 	size_t left = total;
+	unsigned int head = p->head, room = 0;
 	ssize_t ret = 0;
 
 	if (!pp__pipe_readers(p))
@@ -769,7 +810,6 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 	}
 
 	while (left) {
-		unsigned int free_slots;
 		struct pp_buf buf;
 		size_t n;
 		void *page;
@@ -782,8 +822,17 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 				ret = e;
 			break;
 		}
-		free_slots = p->max_usage - pp__pipe_occupancy(p);
-		if ((int)free_slots <= 0) {
+		if (!room) {
+			int free_slots;
+
+			/* What is filled goes out before we count again, or wait. */
+			if (head != p->head)
+				pp__pipe_publish(p, head);
+			free_slots = (int)(p->max_usage - pp__pipe_occupancy(p));
+			if (free_slots > 0) {
+				room = (unsigned int)free_slots;
+				continue;
+			}
 			if (nonblock) {
 				if (!ret)
 					ret = -EAGAIN;
@@ -796,6 +845,7 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 				int e = pp__pipe_wait_room(f, false);
 
 				pp__pipe_lock_producer(p);
+				head = p->head;		/* another writer may have been in */
 				if (e) {
 					if (!ret)
 						ret = e;
@@ -810,6 +860,7 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 
 		n = min_t(size_t, psz, left);
 		if (flags == PP_BUF_FLAG_CAN_MERGE && !ret) {
+			/* Nothing filled yet: head is p->head, its last slot the drained one. */
 			ssize_t r = slot_reopen(p, it, n);
 
 			if (r) {
@@ -819,6 +870,7 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 				}
 				ret = r;
 				left -= n;
+				room--;
 				continue;
 			}
 		}
@@ -841,10 +893,15 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 			.ops = &pp_anon_buf_ops,
 			.flags = flags,
 		};
-		pp__pipe_push(p, &buf);
+		pp__pipe_fill(p, head++, &buf);
+		room--;
 		ret += (ssize_t)n;
 		left -= n;
+		if (head - p->head >= PP_PUBLISH_PAGES)
+			pp__pipe_publish(p, head);
 	}
+	if (head != p->head)
+		pp__pipe_publish(p, head);
 	if (ret > 0)
 		pp__pipe_wake_readers(p);
 	return ret;

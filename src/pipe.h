@@ -327,20 +327,33 @@ static inline void pp__slot_sync(struct pp_slot *s)
 bool pp__slot_seal(struct pp_slot *s);
 
 /*
- * Producer side (wr_mutex held, a free slot counted): fill the slot at head
- * whole, merge word included, then publish it.
+ * Producer side (wr_mutex held, free slots counted): fill a slot at or past
+ * head whole, merge word included; slots filled are published together,
+ * in order, by pp__pipe_publish (pp__pipe_push: one slot, at once).
  */
-static inline void pp__pipe_push(struct pp_pipe *p, const struct pp_buf *buf)
+static inline void pp__pipe_fill(struct pp_pipe *p, unsigned int index, const struct pp_buf *buf)
 {
-	unsigned int head = p->head;
-	struct pp_slot *s = pp__pipe_slot(p, head);
+	struct pp_slot *s = pp__pipe_slot(p, index);
 
 	s->buf = *buf;
 	/* Atomic: a waiter may glance at a slot it found at tail long ago. */
 	__atomic_store_n(&s->end, (buf->flags & PP_BUF_FLAG_CAN_MERGE) ?
 			 SLOT_MERGE | (buf->offset + buf->len) : 0, __ATOMIC_RELAXED);
-	/* Publishes the slot: pairs with the consumer's acquire load of head. */
-	__atomic_store_n(&p->head, head + 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Publishes the slots filled up to head: pairs with the consumer's acquire
+ * load of head, which then sees each of them whole.
+ */
+static inline void pp__pipe_publish(struct pp_pipe *p, unsigned int head)
+{
+	__atomic_store_n(&p->head, head, __ATOMIC_RELEASE);
+}
+
+static inline void pp__pipe_push(struct pp_pipe *p, const struct pp_buf *buf)
+{
+	pp__pipe_fill(p, p->head, buf);
+	pp__pipe_publish(p, p->head + 1);
 }
 
 /*
