@@ -385,11 +385,21 @@ static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
 				pp__slot_sync(s);		/* more was merged: read on */
 			break;
 		}
-		if (!pp__slot_seal(s)) {
+		/*
+		 * Only the last slot can still grow: a producer extends or
+		 * reopens head - 1 and nothing else, before it pushes anything
+		 * in the same call, and our acquire load of head, which showed
+		 * slots after this one, saw its last store of end.  So a slot
+		 * with others after it needs no seal (a locked instruction on
+		 * a line the producer's glances keep taking back), only its
+		 * final length.
+		 */
+		if (tail + 1 != head)
 			pp__slot_sync(s);
-			if (buf->len)
-				break;	/* more was merged: it stays */
-		}
+		else if (!pp__slot_seal(s))
+			pp__slot_sync(s);
+		if (buf->len)
+			break;	/* more was merged: it stays */
 		dead_add(p, dead, buf);
 		buf->ops = NULL;
 		/* Hands the slot back: pairs with the producer's acquire load of tail. */

@@ -631,19 +631,33 @@ static int page_take(struct sh_pipe *sp, uint32_t *idx)
 	return pp__arena_page_alloc(&sp->arena, idx);
 }
 
-static int page_give(struct sh_pipe *sp, uint32_t idx)
+/*
+ * Give back n pages a read emptied: the last becomes the spare, the rest
+ * (and the spare it replaces) go to the arena in one push.  idx[] is ours
+ * to rewrite.
+ */
+static int pages_give(struct sh_pipe *sp, uint32_t *idx, unsigned int n)
 {
 	uint32_t old;
 
-	if (idx >= sp->arena.lay.npages)
-		return corrupt(sp);
-	/* Release: our copy out of the page is done before a writer refills it. */
-	old = __atomic_exchange_n(&ctrl(sp)->spare, idx + 1, __ATOMIC_ACQ_REL);
-	if (!old)
+	if (!n)
 		return 0;
+	for (unsigned int i = 0; i < n; i++)
+		if (idx[i] >= sp->arena.lay.npages)
+			return corrupt(sp);
+	/* Release: our copy out of the pages is done before a writer refills them. */
+	old = __atomic_exchange_n(&ctrl(sp)->spare, idx[n - 1] + 1, __ATOMIC_ACQ_REL);
+	if (!old)
+		return n > 1 ? pp__arena_page_put_many(&sp->arena, idx, n - 1) : 0;
 	if (old - 1 >= sp->arena.lay.npages)
 		return corrupt(sp);
-	return pp__arena_page_put(&sp->arena, old - 1);
+	idx[n - 1] = old - 1;
+	return pp__arena_page_put_many(&sp->arena, idx, n);
+}
+
+static int page_give(struct sh_pipe *sp, uint32_t idx)
+{
+	return pages_give(sp, &idx, 1);
 }
 
 /*
@@ -674,6 +688,22 @@ static ssize_t slot_extend(struct sh_pipe *sp, struct sh_slot *s, struct pp_iov_
 }
 
 /*
+ * A write publishes its pages this many at a time, and all of them before
+ * it waits or lets go of wr_lock: each store of head is a line the
+ * reader, spinning on it, takes back (docs/design.md: batches).  Slots
+ * filled past head belong to nobody until published: a writer that dies
+ * with some leaves their pages to the sweep, as any page in no slot.
+ */
+#define SH_PUBLISH_PAGES	4
+
+/* Release: every slot below head, and its page's bytes, before the head that shows them. */
+static uint32_t publish_head(struct sh_ctrl *c, uint32_t head)
+{
+	__atomic_store_n(&c->head, head, __ATOMIC_RELEASE);
+	return head;
+}
+
+/*
  * pipe_write(): the sub-page head of the write merges into the last
  * buffer when it may take all of it, then whole pages, a slot each.
  */
@@ -685,7 +715,7 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	struct pp_iov_iter it = { iov, iovcnt, 0 };
 	ssize_t total = pp__iov_total(iov, iovcnt), ret = 0;
 	size_t left, chars;
-	uint32_t head, tail, flags;
+	uint32_t head, head_pub, tail, flags;
 	unsigned int tries = 0;
 	bool gone = false;
 	int err;
@@ -700,7 +730,7 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	err = side_lock(sp, &c->wr_lock);
 	if (err)
 		return err;
-	head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
+	head = head_pub = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
 	tail = __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE);
 	err = check_bounds(sp, head, tail);
 	if (err) {
@@ -745,6 +775,8 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 					ret = peer_gone_now(e) ? pp__pipe_epipe(f) : -EAGAIN;
 				break;
 			}
+			if (head != head_pub)
+				head_pub = publish_head(c, head);
 			side_unlock(&c->wr_lock);
 			if (ret)
 				wake(&c->rd_wait, &c->rd_sleepers);
@@ -753,18 +785,22 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 			if (err)
 				return ret ? ret : err;
 			/* Other writers may have moved it meanwhile. */
-			head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
+			head = head_pub = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
 			continue;
 		}
 		err = page_take(sp, &idx);
 		if (err == -ENOMEM) {
+			if (head != head_pub)
+				head_pub = publish_head(c, head);
 			side_unlock(&c->wr_lock);
+			if (ret)
+				wake(&c->rd_wait, &c->rd_sleepers);
 			err = pages_wait(&tries);
 			if (!err)
 				err = side_lock(sp, &c->wr_lock);
 			if (err)
 				return ret ? ret : err;
-			head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
+			head = head_pub = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
 			continue;
 		}
 		if (err) {
@@ -781,16 +817,18 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 				ret = page ? -EFAULT : -EIO;
 			break;
 		}
-		s = slot(sp, head);
+		s = slot(sp, head++);
 		__atomic_store_n(&s->offset, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->page, idx, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->flags, flags, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->end, (uint32_t)n, __ATOMIC_RELAXED);
-		/* Release: the slot and its page's bytes before the head that shows them. */
-		__atomic_store_n(&c->head, ++head, __ATOMIC_RELEASE);
 		ret += (ssize_t)n;
 		left -= n;
+		if (head - head_pub >= SH_PUBLISH_PAGES)
+			head_pub = publish_head(c, head);
 	}
+	if (head != head_pub)
+		publish_head(c, head);
 	/* Not ready: full with a reader left (EPIPE is ready, as POLLERR). */
 	if (ev_on(sp, 1) && (ret == -EAGAIN || (ret > 0 && !has_room(c))))
 		event_clear(sp, 1);
@@ -841,27 +879,63 @@ static int wait_writing(struct sh_pipe *sp, struct sh_slot *s)
 }
 
 /*
- * The slot at tail holds nothing more for us (offset == end): let it go,
- * unless a writer is appending.  1 retired, 0 not now (look again), or
- * -errno.  With rd_lock held.
+ * The slots a read emptied, given back together (docs/design.md:
+ * batches): one store of tail, then their pages in one push, after tail,
+ * so a writer that finds a free slot before its page waits a moment
+ * (pages_wait) instead of taking a page still being read.  A reader that
+ * dies before the store leaves them in the ring, emptied, for the next
+ * reader to retire; one that dies between the two leaves their pages to
+ * the sweep.
  */
-static int slot_retire(struct sh_pipe *sp, struct sh_slot *s, uint32_t tail, uint32_t head,
-		       uint32_t e)
-{
-	struct sh_ctrl *c = ctrl(sp);
-	uint32_t page;
+struct sh_retired {
+	uint32_t tail;			/* where the ring's tail is to go */
+	unsigned int nr;
+	uint32_t page[SH_SLOTS];
+};
 
+/*
+ * The slot at r->tail holds nothing more for us (offset == end): it goes
+ * with the batch, unless a writer is appending.  1 taken, 0 not now (look
+ * again).  With rd_lock held.
+ */
+static int retire_later(struct sh_retired *r, struct sh_slot *s, uint32_t head, uint32_t e)
+{
 	if (e & SLOT_WRITING)
 		return 0;
 	/* Acq_rel: no merge lands after this; a lost race is a merge to read. */
-	if (tail + 1 == head && !(e & SLOT_SEALED) &&
+	if (r->tail + 1 == head && !(e & SLOT_SEALED) &&
 	    !__atomic_compare_exchange_n(&s->end, &e, e | SLOT_SEALED, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_RELAXED))
 		return 0;
-	page = __atomic_load_n(&s->page, __ATOMIC_RELAXED);
-	/* Hands the slot back: pairs with the writer's acquire load of tail. */
-	__atomic_store_n(&c->tail, tail + 1, __ATOMIC_RELEASE);
-	return page_give(sp, page) ? -EIO : 1;
+	r->page[r->nr++] = __atomic_load_n(&s->page, __ATOMIC_RELAXED);
+	r->tail++;
+	return 1;
+}
+
+/* With rd_lock held: true if slots were given back; *err = -EIO if a page was bad. */
+static bool retire_now(struct sh_pipe *sp, struct sh_retired *r, int *err)
+{
+	if (!r->nr)
+		return false;
+	/* Hands the slots back: pairs with the writer's acquire load of tail. */
+	__atomic_store_n(&ctrl(sp)->tail, r->tail, __ATOMIC_RELEASE);
+	if (pages_give(sp, r->page, r->nr) && !*err)
+		*err = -EIO;
+	r->nr = 0;
+	return true;
+}
+
+/* One slot at once: 1 retired, 0 not now, or -errno. */
+static int slot_retire(struct sh_pipe *sp, struct sh_slot *s, uint32_t tail, uint32_t head,
+		       uint32_t e)
+{
+	struct sh_retired r = { .tail = tail };
+	int err = 0;
+
+	if (!retire_later(&r, s, head, e))
+		return 0;
+	retire_now(sp, &r, &err);
+	return err ? err : 1;
 }
 
 /*
@@ -870,7 +944,7 @@ static int slot_retire(struct sh_pipe *sp, struct sh_slot *s, uint32_t tail, uin
  * first byte.  Writers are not held off as Linux's pipe->mutex holds them,
  * so once it has bytes a read goes no further than the slots published
  * when it first found data (head0): it never returns more than the pipe
- * held.
+ * held.  The slots it empties go back together when it ends or waits.
  */
 static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 {
@@ -879,11 +953,12 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	struct sh_ctrl *c = ctrl(sp);
 	struct pp_iov_iter it = { iov, iovcnt, 0 };
 	ssize_t total = pp__iov_total(iov, iovcnt), ret = 0;
+	struct sh_retired gone_slots;
 	uint32_t head0 = 0;
 	const void *hint0, *hint1;
 	size_t left;
 	bool freed = false, gone = false;
-	int err;
+	int err, give_err = 0;
 
 	if (total <= 0)
 		return total;
@@ -892,8 +967,10 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	err = side_lock(sp, &c->rd_lock);
 	if (err)
 		return err;
+	gone_slots.nr = 0;
+	gone_slots.tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
 	for (;;) {
-		uint32_t tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
+		uint32_t tail = gone_slots.tail;
 		uint32_t head = __atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
 
 		err = check_bounds(sp, head, tail);
@@ -923,16 +1000,11 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 				break;
 			}
 			if (off == end) {
-				r = slot_retire(sp, s, tail, head, se);
-				if (r > 0) {
-					freed = true;
+				if (retire_later(&gone_slots, s, head, se))
 					continue;
-				}
-				if (r < 0 || ret) {
-					if (!ret)
-						ret = r;
+				if (ret)
 					break;
-				}
+				freed |= retire_now(sp, &gone_slots, &give_err);
 				r = wait_writing(sp, s);
 				if (r < 0) {
 					ret = r;
@@ -962,8 +1034,8 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 			}
 			__atomic_store_n(&s->offset, off, __ATOMIC_RELAXED);
 			/* Emptied: gone from the pipe now, as Linux frees the buffer. */
-			if (off == end && slot_retire(sp, s, tail, head, se) > 0)
-				freed = true;
+			if (off == end)
+				retire_later(&gone_slots, s, head, se);
 			if (!left)
 				break;
 			continue;
@@ -977,6 +1049,7 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 				ret = -EAGAIN;
 			break;
 		}
+		freed |= retire_now(sp, &gone_slots, &give_err);
 		/*
 		 * The next write fills slot[head], most likely from the start
 		 * of the spare page: the wait prefetches both.  A prefetch
@@ -992,12 +1065,19 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 						(size_t)(spare - 1) * pp__page_size : NULL;
 		}
 		side_unlock(&c->rd_lock);
+		if (freed)
+			wake(&c->wr_wait, &c->wr_sleepers);
+		freed = false;
 		/* Gone: EOF, once the loop has taken what was written before. */
 		gone = !wait_for(e, has_data, &c->rd_wait, &c->rd_sleepers, hint0, hint1);
 		err = side_lock(sp, &c->rd_lock);
 		if (err)
 			return err;	/* nothing read yet */
+		gone_slots.tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
 	}
+	freed |= retire_now(sp, &gone_slots, &give_err);
+	if (give_err && !ret)
+		ret = give_err;		/* the pipe is marked corrupt: the next call says so too */
 	/* Not ready: empty with a writer left (EOF is ready, as POLLHUP). */
 	if (ev_on(sp, 0) && (ret == -EAGAIN || (ret > 0 && !has_data(c) &&
 						__atomic_load_n(&c->writers, __ATOMIC_RELAXED))))
@@ -1160,22 +1240,21 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 
 /*
  * Take the first n bytes of what was lent out of the pipe, and end the
- * lend.  Emptied slots retire as in slot_retire(), the last one sealed
- * first, but together: one store of tail, then their pages in one push
- * (after tail, for the reason slot_retire gives).
+ * lend.  Emptied slots retire together, as a read's do (struct
+ * sh_retired).
  */
 void pp__shared_consume(struct pp_file *f, size_t n)
 {
 	struct sh_end *e = end_of(f);
 	struct sh_pipe *sp = e->sp;
 	struct sh_ctrl *c = ctrl(sp);
-	uint32_t tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED), tail0 = tail;
 	uint32_t head = __atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
-	uint32_t freed[SH_SLOTS];
-	unsigned int nf = 0;
+	struct sh_retired gone_slots = { .tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED) };
+	bool freed;
+	int err = 0;
 
-	while (n && tail != head && !check_bounds(sp, head, tail)) {
-		struct sh_slot *s = slot(sp, tail);
+	while (n && gone_slots.tail != head && !check_bounds(sp, head, gone_slots.tail)) {
+		struct sh_slot *s = slot(sp, gone_slots.tail);
 		uint32_t se = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
 		uint32_t end = se & SLOT_END_MASK;
 		uint32_t off = __atomic_load_n(&s->offset, __ATOMIC_RELAXED);
@@ -1189,25 +1268,14 @@ void pp__shared_consume(struct pp_file *f, size_t n)
 		off += (uint32_t)take;
 		n -= take;
 		__atomic_store_n(&s->offset, off, __ATOMIC_RELAXED);
-		if (off != end || (se & SLOT_WRITING))
+		if (off != end || !retire_later(&gone_slots, s, head, se))
 			break;
-		/* Acq_rel: no merge lands after this; a lost race is a merge to read. */
-		if (tail + 1 == head && !(se & SLOT_SEALED) &&
-		    !__atomic_compare_exchange_n(&s->end, &se, se | SLOT_SEALED, false,
-						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-			break;
-		freed[nf++] = __atomic_load_n(&s->page, __ATOMIC_RELAXED);
-		tail++;
 	}
-	if (tail != tail0) {
-		/* Hands the slots back: pairs with the writer's acquire load of tail. */
-		__atomic_store_n(&c->tail, tail, __ATOMIC_RELEASE);
-		pp__arena_page_put_many(&sp->arena, freed, nf);
-	}
+	freed = retire_now(sp, &gone_slots, &err);
 	if (ev_on(sp, 0) && !has_data(c) && __atomic_load_n(&c->writers, __ATOMIC_RELAXED))
 		event_clear(sp, 0);
 	side_unlock(&c->rd_lock);
-	if (nf)
+	if (freed)
 		wake(&c->wr_wait, &c->wr_sleepers);
 }
 

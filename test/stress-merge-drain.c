@@ -8,8 +8,11 @@
  * the last, growing buffer.  The stream is position-numbered (the byte at
  * position n is t_pattern(n)); every byte is checked, none may be lost,
  * doubled or stale.  A second round does the same with one blocking and
- * one non-blocking side each way.  Runs for PP_STRESS_SECONDS (default 2)
- * in all.
+ * one non-blocking side each way.  Two more rounds read by the calls
+ * that retire the last buffer instead of leaving it drained, so that they
+ * must seal it first (pipe.h): a read loan (pp_read_lend/pp_read_done)
+ * and a splice into a kernel pipe.  Runs for PP_STRESS_SECONDS (default
+ * 2) in all.
  */
 #include "helpers.h"
 
@@ -19,9 +22,12 @@
 
 #define SEED	0x3e
 
+enum how { BY_READ, BY_LEND, BY_SPLICE };
+
 struct side {
 	struct pp_file *f;
 	bool nonblock;
+	enum how how;
 	long long deadline;
 	unsigned long long bytes;
 };
@@ -54,6 +60,47 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
+/* Copy what a read loan lends, then give it back whole. */
+static ssize_t lend_read(struct pp_file *f, unsigned char *buf, size_t n)
+{
+	struct iovec iov[16];
+	ssize_t r = pp_read_lend(f, iov, 16, n);
+	size_t off = 0;
+
+	if (r <= 0)
+		return r;
+	for (int i = 0; off < (size_t)r; i++) {
+		memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	ASSERT_EQ(pp_read_done(f, (size_t)r), 0);
+	return r;
+}
+
+/* Through a kernel pipe: pp_splice out of the pagepipe, then read(2). */
+static int kpipe[2];
+
+static ssize_t splice_read(struct side *s, unsigned char *buf, size_t n)
+{
+	static struct pp_file *k;
+	ssize_t r, got = 0;
+
+	if (!k)
+		k = pp_fdopen(kpipe[1]);
+	r = pp_splice(s->f, NULL, k, NULL, n, s->nonblock ? SPLICE_F_NONBLOCK : 0);
+	if (r <= 0)
+		return r;
+	while (got < r) {
+		ssize_t m = read(kpipe[0], buf + got, (size_t)(r - got));
+
+		if (m <= 0)
+			t_fail_at(__FILE__, __LINE__, "read(kernel pipe) = %zd: %s", m,
+				  strerror(errno));
+		got += m;
+	}
+	return r;
+}
+
 static void *reader_main(void *arg)
 {
 	struct side *s = arg;
@@ -62,7 +109,8 @@ static void *reader_main(void *arg)
 
 	for (;;) {
 		size_t n = 1 + (size_t)rand_r(&seed) % sizeof(buf);
-		ssize_t r = pp_read(s->f, buf, n);
+		ssize_t r = s->how == BY_LEND ? lend_read(s->f, buf, n) :
+			    s->how == BY_SPLICE ? splice_read(s, buf, n) : pp_read(s->f, buf, n);
 
 		if (r < 0 && errno == EAGAIN && s->nonblock) {
 			sched_yield();
@@ -80,8 +128,9 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
-static void round_trip(int ms, bool wr_nonblock, bool rd_nonblock)
+static void round_trip(int ms, bool wr_nonblock, bool rd_nonblock, enum how how)
 {
+	static const char *const how_name[] = { "pp_read", "pp_read_lend", "pp_splice" };
 	struct pp_file *e[2];
 	struct side w, r;
 	pthread_t tw, tr;
@@ -92,14 +141,15 @@ static void round_trip(int ms, bool wr_nonblock, bool rd_nonblock)
 	if (rd_nonblock)
 		ASSERT_EQ(pp_fcntl(e[0], F_SETFL, O_NONBLOCK), 0);
 	w = (struct side){ .f = e[1], .nonblock = wr_nonblock, .deadline = t_now_ms() + ms };
-	r = (struct side){ .f = e[0], .nonblock = rd_nonblock };
+	r = (struct side){ .f = e[0], .nonblock = rd_nonblock, .how = how };
 	ASSERT_EQ(pthread_create(&tr, NULL, reader_main, &r), 0);
 	ASSERT_EQ(pthread_create(&tw, NULL, writer_main, &w), 0);
 	t_join(tw, NULL, ms / 1000 + 30);
 	t_join(tr, NULL, 30);
 	ASSERT_EQ(r.bytes, w.bytes);
-	printf("%s writer, %s reader: %llu bytes\n", wr_nonblock ? "non-blocking" : "blocking",
-	       rd_nonblock ? "non-blocking" : "blocking", w.bytes);
+	printf("%s writer, %s reader by %s: %llu bytes\n",
+	       wr_nonblock ? "non-blocking" : "blocking", rd_nonblock ? "non-blocking" : "blocking",
+	       how_name[how], w.bytes);
 	pp_close(e[0]);
 }
 
@@ -109,8 +159,11 @@ int main(void)
 	int ms = (env && atoi(env) > 0 ? atoi(env) : 2) * 1000;
 
 	t_watchdog(ms / 1000 + 60, "merging writes while the reader drains the last buffer");
-	round_trip(ms / 2, false, false);
-	round_trip(ms / 4, true, false);
-	round_trip(ms / 4, false, true);
+	ASSERT_EQ(pipe(kpipe), 0);
+	round_trip(ms / 4, false, false, BY_READ);
+	round_trip(ms / 8, true, false, BY_READ);
+	round_trip(ms / 8, false, true, BY_READ);
+	round_trip(ms / 4, false, false, BY_LEND);
+	round_trip(ms / 4, false, false, BY_SPLICE);
 	return T_EXIT_PASS;
 }
