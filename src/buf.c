@@ -477,6 +477,20 @@ static bool thread_page_keep(void *page)
 	return true;
 }
 
+/*
+ * A page handed out has one reference.  A free page has no holder, so
+ * nobody else writes its count; it is usually 1 already (pp__page_put's
+ * fast path leaves it), and then it is not stored: the reader that freed
+ * the page read that line last, and a store would take it from its CPU.
+ */
+static inline void page_refs_reset(void *page)
+{
+	atomic_uint *refs = page_refs(page);
+
+	if (atomic_load_explicit(refs, memory_order_relaxed) != 1)
+		atomic_store_explicit(refs, 1, memory_order_relaxed);
+}
+
 void *pp__page_alloc(struct pp_pipe *p)
 {
 	void *page;
@@ -488,7 +502,7 @@ void *pp__page_alloc(struct pp_pipe *p)
 				continue;
 			page = atomic_exchange_explicit(&p->tmp_page[i], NULL, memory_order_acquire);
 			if (page) {
-				atomic_store_explicit(page_refs(page), 1, memory_order_relaxed);
+				page_refs_reset(page);
 				return page;
 			}
 		}
@@ -498,7 +512,7 @@ void *pp__page_alloc(struct pp_pipe *p)
 		return NULL;
 	page = thread_page_take();
 	if (page)
-		atomic_store_explicit(page_refs(page), 1, memory_order_relaxed);
+		page_refs_reset(page);
 	return page;
 }
 
