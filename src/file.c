@@ -28,9 +28,15 @@ struct pp_file *pp__file_alloc(const struct pp_file_ops *ops, enum pp_kind kind,
 
 	if (pp__fault(PP_FAULT_ALLOC))
 		return NULL;
-	f = calloc(1, sizeof(*f));
+	/*
+	 * Every call takes and drops a reference (refs): whole lines of its
+	 * own, so that no other allocation's writes (the other end's file,
+	 * used by the peer thread) take its line away from this CPU.
+	 */
+	f = aligned_alloc(PP_CACHELINE, (sizeof(*f) + PP_CACHELINE - 1) & ~(size_t)(PP_CACHELINE - 1));
 	if (!f)
 		return NULL;
+	memset(f, 0, sizeof(*f));
 	f->ops = ops;
 	f->kind = kind;
 	f->fd = -1;
