@@ -406,3 +406,92 @@ void t_watchdog(int seconds, const char *what)
 		t_fail_at(__FILE__, __LINE__, "sigaction: %s", strerror(errno));
 	alarm((unsigned int)seconds);
 }
+
+/* ---------------------------------------------------------------------- */
+/* Peers: see helpers.h. */
+
+const char *t_run;
+int t_peer_id;
+static char step_label[160];
+
+void t_step(const char *what)
+{
+	snprintf(step_label, sizeof(step_label), "%s run, %s: %s", t_run ? t_run : "-",
+		 t_peer_id ? "peer" : "test process", what);
+	t_watchdog(10, step_label);
+}
+
+void t_run_report(void)
+{
+	if (t_run)
+		fprintf(stderr, "  (in the %s run, %s)\n", t_run,
+			t_peer_id ? "a peer" : "the test process");
+}
+
+pid_t t_fork_peer(int id, const char *what)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		t_fail_at(__FILE__, __LINE__, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		t_peer_id = id;
+		t_step(what);
+	}
+	return pid;
+}
+
+void t_reap(pid_t pid, int seconds)
+{
+	long long deadline = t_now_ms() + seconds * 1000LL;
+	int status = 0;
+	pid_t r;
+
+	while ((r = waitpid(pid, &status, WNOHANG)) == 0 && t_now_ms() < deadline)
+		t_sleep_ms(1);
+	if (r == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		t_fail_at(__FILE__, __LINE__, "peer %d still running after %d s (hang): killed",
+			  (int)pid, seconds);
+	}
+	if (r != pid)
+		t_fail_at(__FILE__, __LINE__, "waitpid(%d) = %d: %s", (int)pid, (int)r,
+			  strerror(errno));
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		t_fail_at(__FILE__, __LINE__, "peer %d: %s %d", (int)pid,
+			  WIFEXITED(status) ? "exit" : "signal",
+			  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+}
+
+void t_wait_asleep_tid(pid_t pid, pid_t tid)
+{
+	long long deadline = t_now_ms() + 5000;
+	char path[64], line[512];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	for (;;) {
+		FILE *f = fopen(path, "re");
+		char *p, st = 0;
+
+		if (f && fgets(line, sizeof(line), f) && (p = strrchr(line, ')')) && p[1] == ' ')
+			st = p[2];
+		if (f)
+			fclose(f);
+		if (!st)
+			t_sleep_ms(200);
+		if (!st || st == 'S')
+			return;
+		if (t_now_ms() > deadline)
+			t_fail_at(__FILE__, __LINE__, "process %d never slept (state %c)", (int)pid, st);
+		t_sleep_ms(1);
+	}
+}
+
+void t_wait_asleep(pid_t pid)
+{
+	t_wait_asleep_tid(pid, pid);	/* the main thread's task has the process's id */
+}

@@ -242,6 +242,27 @@ void t_sleep_ms(int ms);
  */
 void t_watchdog(int seconds, const char *what);
 
+/*
+ * Tests that fork peers (shared pipes, differential runs against kernel
+ * pipes).  t_run names the run that is on ("kernel", "pagepipe", NULL
+ * between runs) and t_peer_id this process (0 the test process, else the
+ * id it was forked with), for t_step's watchdog labels and for
+ * t_run_report, an atexit() handler that says which run and which
+ * process a failure was in.  t_fork_peer returns 0 in the peer, which has
+ * armed its own watchdog (so it ends even if nobody waits for it);
+ * t_reap waits for a peer to exit 0 and kills one that runs past
+ * `seconds`; t_wait_asleep(_tid) waits until a process (a thread) sleeps
+ * in a call (state S in /proc; 200 ms where /proc cannot tell).
+ */
+extern const char *t_run;
+extern int t_peer_id;
+void  t_step(const char *what);
+void  t_run_report(void);
+pid_t t_fork_peer(int id, const char *what);
+void  t_reap(pid_t pid, int seconds);
+void  t_wait_asleep_tid(pid_t pid, pid_t tid);
+void  t_wait_asleep(pid_t pid);
+
 
 /* True when the test runs under valgrind (its preload library is in LD_PRELOAD). */
 /*

@@ -89,9 +89,6 @@ struct xp {
 	struct pp_file *p[2];
 };
 
-static const char *side;	/* "kernel" or "pagepipe" while a run is on */
-static bool is_peer;
-static char label[160];
 
 static void xopen(struct xp *x, bool shared, int flags)
 {
@@ -101,7 +98,7 @@ static void xopen(struct xp *x, bool shared, int flags)
 	x->shared = shared;
 	r = shared ? pp_pipe2(x->p, flags | PP_O_SHARED) : pipe2(x->k, flags);
 	if (r < 0)
-		t_fail_at(__FILE__, __LINE__, "%s pipe2(%#x): %s", side, flags, strerror(errno));
+		t_fail_at(__FILE__, __LINE__, "%s pipe2(%#x): %s", t_run, flags, strerror(errno));
 	x->live[0] = x->live[1] = true;
 }
 
@@ -190,39 +187,7 @@ static int epoll_n(int ep, int timeout)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Processes: peers, a control channel, hang detection, which run failed. */
-
-/* Name the step for t_watchdog and give it 10 s more. */
-static void step(const char *what)
-{
-	snprintf(label, sizeof(label), "%s run, %s: %s", side ? side : "-",
-		 is_peer ? "peer" : "test process", what);
-	t_watchdog(10, label);
-}
-
-/* A failure is an exit() during a run: say which run and which process. */
-static void at_exit(void)
-{
-	if (side)
-		fprintf(stderr, "  (in the %s run, %s)\n", side, is_peer ? "a peer" : "the test process");
-}
-
-/* fork(): 0 in the peer, which arms its own watchdog (it ends even if nobody waits). */
-static pid_t peer(const char *what)
-{
-	pid_t pid;
-
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0)
-		t_fail_at(__FILE__, __LINE__, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		is_peer = true;
-		step(what);
-	}
-	return pid;
-}
+/* Processes: a control channel (peers: helpers.h, t_fork_peer and its kin). */
 
 /* A peer's end: close what it holds besides the pipe, and _exit (no atexit). */
 static void peer_exit(struct xp *x, int ctl)
@@ -231,60 +196,6 @@ static void peer_exit(struct xp *x, int ctl)
 		xclose_all(x);
 	close(ctl);
 	_exit(0);
-}
-
-/* Wait for a peer to exit 0; one still running after 10 s is killed. */
-static void reap_ok(pid_t pid)
-{
-	long long deadline = t_now_ms() + 10000;
-	int status = 0;
-	pid_t r;
-
-	while ((r = waitpid(pid, &status, WNOHANG)) == 0 && t_now_ms() < deadline)
-		t_sleep_ms(1);
-	if (r == 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		t_fail_at(__FILE__, __LINE__, "peer %d still running after 10 s (hang): killed", pid);
-	}
-	ASSERT_EQ(r, pid);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		t_fail_at(__FILE__, __LINE__, "peer %d: %s %d", pid, WIFEXITED(status) ? "exit" : "signal",
-			  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-}
-
-/*
- * Wait until thread tid of process pid sleeps (state S): blocked in its
- * call, not about to be.  Where /proc cannot tell, wait 200 ms.
- */
-static void wait_asleep_tid(pid_t pid, pid_t tid)
-{
-	long long deadline = t_now_ms() + 5000;
-	char path[64], line[512];
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	for (;;) {
-		FILE *f = fopen(path, "re");
-		char *p, st = 0;
-
-		if (f && fgets(line, sizeof(line), f) && (p = strrchr(line, ')')) && p[1] == ' ')
-			st = p[2];
-		if (f)
-			fclose(f);
-		if (!st)
-			t_sleep_ms(200);
-		if (!st || st == 'S')
-			return;
-		if (t_now_ms() > deadline)
-			t_fail_at(__FILE__, __LINE__, "process %d never slept (state %c)", (int)pid, st);
-		t_sleep_ms(1);
-	}
-}
-
-/* The main thread of a process: its task has the process's id. */
-static void wait_asleep(pid_t pid)
-{
-	wait_asleep_tid(pid, pid);
 }
 
 /* The control channel: a socket pair, one byte a message. */
@@ -333,9 +244,9 @@ static bool shared_missing(void)
  */
 static int diff_run(void (*fn)(bool shared), bool child_watcher)
 {
-	side = "kernel";
+	t_run = "kernel";
 	fn(false);
-	side = NULL;
+	t_run = NULL;
 	alarm(0);
 	if (shared_missing())
 		return t_skip("pp_pipe2(PP_O_SHARED) gives EINVAL: shared pagepipes are not built; "
@@ -343,9 +254,9 @@ static int diff_run(void (*fn)(bool shared), bool child_watcher)
 	if (child_watcher && T_TSAN)
 		return t_skip("TSan cannot start a thread in a child forked from a process with "
 			      "threads (the child's watcher); the kernel half ran and passed");
-	side = "pagepipe";
+	t_run = "pagepipe";
 	fn(true);
-	side = NULL;
+	t_run = NULL;
 	alarm(0);
 	return T_EXIT_PASS;
 }
@@ -368,14 +279,14 @@ static void run_read_end(bool shared)
 	ctl_open(ctl);
 	ASSERT_EQ(READY(&x, w, 0, 0), false);
 	ASSERT_EQ(epoll_n(ep, 0), 0);
-	if (!(pid = peer("write once the test process sleeps, then close the write end"))) {
+	if (!(pid = t_fork_peer(1, "write once the test process sleeps, then close the write end"))) {
 		close(ctl[0]);
 		xclose(&x, 0);
 		hear(ctl[1], 'g');
-		wait_asleep(me);
+		t_wait_asleep(me);
 		ASSERT_EQ(xwrite(&x, "hello", 5), 5);
 		hear(ctl[1], 'c');
-		wait_asleep(me);
+		t_wait_asleep(me);
 		xclose(&x, 1);
 		/* Alive until the test process saw EOF: the close counts, not the exit. */
 		hear(ctl[1], 'x');
@@ -384,7 +295,7 @@ static void run_read_end(bool shared)
 	close(ctl[1]);
 	xclose(&x, 1);
 
-	step("epoll_wait woken by the peer's write");
+	t_step("epoll_wait woken by the peer's write");
 	tell(ctl[0], 'g');
 	ASSERT_EQ(epoll_n(ep, 2000), 1);
 	ASSERT_EQ(READY(&x, w, 0, 0), true);
@@ -395,13 +306,13 @@ static void run_read_end(bool shared)
 	ASSERT_EQ(READY(&x, w, 0, 0), false);
 	ASSERT_EQ(epoll_n(ep, 50), 0);
 
-	step("epoll_wait woken by the peer's close (HUP)");
+	t_step("epoll_wait woken by the peer's close (HUP)");
 	tell(ctl[0], 'c');
 	ASSERT_EQ(epoll_n(ep, 2000), 1);
 	ASSERT_EQ(READY(&x, w, 0, 0), true);
 	ASSERT_EQ(xread(&x, buf, sizeof(buf)), 0);
 	tell(ctl[0], 'x');
-	reap_ok(pid);
+	t_reap(pid, 10);
 	xclose_all(&x);
 	close(ctl[0]);
 	close(ep);
@@ -420,7 +331,7 @@ static void *killer_main(void *arg)
 {
 	struct killer *k = arg;
 
-	wait_asleep_tid(k->me, k->tid);
+	t_wait_asleep_tid(k->me, k->tid);
 	ASSERT_EQ(kill(k->victim, SIGKILL), 0);
 	return NULL;
 }
@@ -436,7 +347,7 @@ static void run_sigkill(bool shared)
 	w = xwatch(&x, 0);
 	ep = epoll_for(&x, w, 0, 0);
 	ctl_open(ctl);
-	if (!(k.victim = peer("hold the only write end until killed"))) {
+	if (!(k.victim = t_fork_peer(1, "hold the only write end until killed"))) {
 		close(ctl[0]);
 		xclose(&x, 0);
 		tell(ctl[1], 'r');
@@ -445,12 +356,12 @@ static void run_sigkill(bool shared)
 	}
 	close(ctl[1]);
 	xclose(&x, 1);
-	step("wait for the peer");
+	t_step("wait for the peer");
 	hear(ctl[0], 'r');
 	ASSERT_EQ(READY(&x, w, 0, 0), false);
 	ASSERT_ERRNO(xread(&x, buf, 1), EAGAIN);
 
-	step("epoll_wait woken by the writer's death");
+	t_step("epoll_wait woken by the writer's death");
 	ASSERT_EQ(pthread_create(&th, NULL, killer_main, &k), 0);
 	ASSERT_EQ(epoll_n(ep, 2000), 1);
 	ASSERT_EQ(READY(&x, w, 0, 0), true);
@@ -497,14 +408,15 @@ static void run_write_end(bool shared)
 	ASSERT_EQ(fill(&x), CAP);
 	ASSERT_EQ(READY(&x, w, 1, 0), false);
 	ASSERT_EQ(epoll_n(ep, 50), 0);
-	if (!(pid = peer("read a page once the test process sleeps, then exit holding the read end"))) {
+	pid = t_fork_peer(1, "read a page once the test process sleeps, then exit holding the read end");
+	if (!pid) {
 		close(ctl[0]);
 		xclose(&x, 1);
 		hear(ctl[1], 'g');
-		wait_asleep(me);
+		t_wait_asleep(me);
 		ASSERT_EQ(xread(&x, buf, PAGE), PAGE);
 		hear(ctl[1], 'x');
-		wait_asleep(me);
+		t_wait_asleep(me);
 		/*
 		 * Exit without closing: the death of the holder, not a close,
 		 * must be noticed.  The end stays reachable (the library's
@@ -516,7 +428,7 @@ static void run_write_end(bool shared)
 	close(ctl[1]);
 	xclose(&x, 0);
 
-	step("epoll_wait woken by the peer's read");
+	t_step("epoll_wait woken by the peer's read");
 	tell(ctl[0], 'g');
 	ASSERT_EQ(epoll_n(ep, 2000), 1);
 	ASSERT_EQ(READY(&x, w, 1, 0), true);
@@ -524,11 +436,11 @@ static void run_write_end(bool shared)
 	ASSERT_EQ(READY(&x, w, 1, 0), false);
 	ASSERT_EQ(epoll_n(ep, 50), 0);
 
-	step("epoll_wait woken by the reader's exit (ERR)");
+	t_step("epoll_wait woken by the reader's exit (ERR)");
 	tell(ctl[0], 'x');
 	ASSERT_EQ(epoll_n(ep, 2000), 1);
 	ASSERT_EQ(READY(&x, w, 1, 0), true);
-	reap_ok(pid);
+	t_reap(pid, 10);
 	ASSERT_ERRNO(xwrite(&x, buf, PAGE), EPIPE);
 	ASSERT_EQ(t_sigpipe_count(), 1);
 	xclose_all(&x);
@@ -592,7 +504,7 @@ static void run_lasting(bool shared)
 	xopen(&x, shared, O_NONBLOCK);
 	w = xwatch(&x, 0);
 	ctl_open(ctl);
-	if (!(pid = peer("write a byte, close the only write end"))) {
+	if (!(pid = t_fork_peer(1, "write a byte, close the only write end"))) {
 		close(ctl[0]);
 		xclose(&x, 0);
 		ASSERT_EQ(xwrite(&x, "z", 1), 1);
@@ -603,7 +515,7 @@ static void run_lasting(bool shared)
 	}
 	close(ctl[1]);
 	xclose(&x, 1);
-	step("read end: the last byte, then EOF");
+	t_step("read end: the last byte, then EOF");
 	hear(ctl[0], 'd');
 	ASSERT_EQ(READY(&x, w, 0, 2000), true);
 	ASSERT_EQ(xread(&x, buf, sizeof(buf)), 1);
@@ -614,7 +526,7 @@ static void run_lasting(bool shared)
 			t_fail_at(__FILE__, __LINE__, "read %d at EOF left the descriptor unreadable", i + 1);
 	}
 	tell(ctl[0], 'x');
-	reap_ok(pid);
+	t_reap(pid, 10);
 	xclose_all(&x);
 	close(ctl[0]);
 
@@ -622,7 +534,7 @@ static void run_lasting(bool shared)
 	w = xwatch(&x, 1);
 	ctl_open(ctl);
 	ASSERT_EQ(fill(&x), CAP);
-	if (!(pid = peer("close the only read end"))) {
+	if (!(pid = t_fork_peer(1, "close the only read end"))) {
 		close(ctl[0]);
 		xclose(&x, 1);
 		xclose(&x, 0);
@@ -632,7 +544,7 @@ static void run_lasting(bool shared)
 	}
 	close(ctl[1]);
 	xclose(&x, 0);
-	step("write end, full: EPIPE");
+	t_step("write end, full: EPIPE");
 	hear(ctl[0], 'd');
 	ASSERT_EQ(READY(&x, w, 1, 2000), true);
 	for (int i = 0; i < 100; i++) {
@@ -643,7 +555,7 @@ static void run_lasting(bool shared)
 	}
 	ASSERT_EQ(t_sigpipe_count(), 100);
 	tell(ctl[0], 'x');
-	reap_ok(pid);
+	t_reap(pid, 10);
 	xclose_all(&x);
 	close(ctl[0]);
 }
@@ -703,24 +615,24 @@ static void run_edge(bool shared)
 	ep = epoll_for(&x, w, 0, EPOLLET);
 	ctl_open(ctl);
 	ASSERT_EQ(epoll_n(ep, 0), 0);
-	if (!(pid = peer("three writes, then three rounds of one write, then close"))) {
+	if (!(pid = t_fork_peer(1, "three writes, then three rounds of one write, then close"))) {
 		close(ctl[0]);
 		xclose(&x, 0);
 		hear(ctl[1], 'a');
 		for (int i = 0; i < 3; i++) {
-			wait_asleep(me);
+			t_wait_asleep(me);
 			ASSERT_EQ(xwrite(&x, "a", 1), 1);
 			t_sleep_ms(20);
 		}
 		tell(ctl[1], 'd');
 		for (int i = 0; i < 3; i++) {
 			hear(ctl[1], 'b');
-			wait_asleep(me);
+			t_wait_asleep(me);
 			ASSERT_EQ(xwrite(&x, "b", 1), 1);
 			tell(ctl[1], 'd');
 		}
 		hear(ctl[1], 'c');
-		wait_asleep(me);
+		t_wait_asleep(me);
 		xclose(&x, 1);
 		tell(ctl[1], 'd');
 		hear(ctl[1], 'x');
@@ -730,11 +642,11 @@ static void run_edge(bool shared)
 	xclose(&x, 1);
 	ASSERT_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, ctl[0], &cev), 0);
 
-	step("three writes, no read");
+	t_step("three writes, no read");
 	tell(ctl[0], 'a');
 	n = et_collect(ep, ctl[0]);
 	if (v && *v == '1')
-		printf("    %s: %d events for three writes\n", side, n);
+		printf("    %s: %d events for three writes\n", t_run, n);
 	ASSERT_GE(n, 1);
 	ASSERT_LE(n, 3);
 	/* Nothing changes: nothing comes. */
@@ -747,11 +659,11 @@ static void run_edge(bool shared)
 	ASSERT_EQ(READY(&x, w, 0, 0), false);
 
 	for (int i = 0; i < 3; i++) {
-		step("one write into the empty pipe, then a drain");
+		t_step("one write into the empty pipe, then a drain");
 		tell(ctl[0], 'b');
 		n = et_collect(ep, ctl[0]);
 		if (v && *v == '1')
-			printf("    %s: round %d: %d events\n", side, i, n);
+			printf("    %s: round %d: %d events\n", t_run, i, n);
 		ASSERT_EQ(n, 1);
 		ASSERT_EQ(xread(&x, buf, sizeof(buf)), 1);
 		ASSERT_EQ(buf[0], 'b');
@@ -759,7 +671,7 @@ static void run_edge(bool shared)
 		ASSERT_EQ(epoll_n(ep, 50), 0);
 	}
 
-	step("the writer's close");
+	t_step("the writer's close");
 	tell(ctl[0], 'c');
 	n = et_collect(ep, ctl[0]);
 	ASSERT_EQ(n, 1);
@@ -768,7 +680,7 @@ static void run_edge(bool shared)
 	ASSERT_EQ(epoll_n(ep, 50), 0);
 	ASSERT_EQ(READY(&x, w, 0, 0), true);
 	tell(ctl[0], 'x');
-	reap_ok(pid);
+	t_reap(pid, 10);
 	xclose_all(&x);
 	close(ctl[0]);
 	close(ep);
@@ -796,7 +708,7 @@ static void run_child_fd(bool shared, bool with_data)
 		ASSERT_EQ(xwrite(&x, "x", 1), 1);
 		ASSERT_EQ(READY(&x, w, 0, 2000), true);
 	}
-	if (!(pid = peer("a reader with an event fd of its own"))) {
+	if (!(pid = t_fork_peer(1, "a reader with an event fd of its own"))) {
 		int w2, ep;
 
 		close(ctl[0]);
@@ -807,7 +719,7 @@ static void run_child_fd(bool shared, bool with_data)
 		ASSERT_EQ(w2, w);
 		ASSERT_EQ(READY(&x, w2, 0, 0), false);
 		ep = epoll_for(&x, w2, 0, 0);
-		step("child: epoll_wait woken by the parent's write");
+		t_step("child: epoll_wait woken by the parent's write");
 		tell(ctl[1], 'a');
 		ASSERT_EQ(epoll_n(ep, 2000), 1);
 		ASSERT_EQ(xread(&x, buf, sizeof(buf)), 1);
@@ -815,7 +727,7 @@ static void run_child_fd(bool shared, bool with_data)
 		ASSERT_ERRNO(xread(&x, buf, sizeof(buf)), EAGAIN);
 		ASSERT_EQ(READY(&x, w2, 0, 0), false);
 		ASSERT_EQ(epoll_n(ep, 50), 0);
-		step("child: epoll_wait woken by the parent's close (HUP)");
+		t_step("child: epoll_wait woken by the parent's close (HUP)");
 		tell(ctl[1], 'r');
 		ASSERT_EQ(epoll_n(ep, 2000), 1);
 		ASSERT_EQ(xread(&x, buf, sizeof(buf)), 0);
@@ -830,16 +742,16 @@ static void run_child_fd(bool shared, bool with_data)
 	}
 	/* The parent's read end goes: its watcher stops, its copy of the descriptor closes. */
 	xclose(&x, 0);
-	step("write once the child sleeps in epoll_wait");
+	t_step("write once the child sleeps in epoll_wait");
 	tell(ctl[0], 'd');
 	hear(ctl[0], 'a');
-	wait_asleep(pid);
+	t_wait_asleep(pid);
 	ASSERT_EQ(xwrite(&x, "y", 1), 1);
-	step("close once the child sleeps in epoll_wait");
+	t_step("close once the child sleeps in epoll_wait");
 	hear(ctl[0], 'r');
-	wait_asleep(pid);
+	t_wait_asleep(pid);
 	xclose(&x, 1);
-	reap_ok(pid);
+	t_reap(pid, 10);
 	close(ctl[0]);
 }
 
@@ -867,7 +779,7 @@ static void run_second_reader(bool shared)
 	ctl_open(ctl);
 	ASSERT_EQ(xwrite(&x, "a", 1), 1);
 	ASSERT_EQ(READY(&x, w, 0, 2000), true);
-	if (!(pid = peer("a second reader: take the byte, EAGAIN, close"))) {
+	if (!(pid = t_fork_peer(1, "a second reader: take the byte, EAGAIN, close"))) {
 		int w2;
 
 		close(ctl[0]);
@@ -882,10 +794,10 @@ static void run_second_reader(bool shared)
 		peer_exit(&x, ctl[1]);
 	}
 	close(ctl[1]);
-	step("the second reader");
-	reap_ok(pid);
+	t_step("the second reader");
+	t_reap(pid, 10);
 	/* The byte is gone, taken elsewhere: the event fd may still say ready (not checked). */
-	step("a write after the second reader is gone");
+	t_step("a write after the second reader is gone");
 	ASSERT_EQ(xwrite(&x, "b", 1), 1);
 	ASSERT_EQ(READY(&x, w, 0, 2000), true);
 	ASSERT_EQ(xread(&x, buf, sizeof(buf)), 1);
@@ -955,23 +867,23 @@ static void run_mixed(bool shared)
 		ASSERT_TRUE(m.osf != NULL);
 	}
 	ASSERT_EQ(mixed_poll(&m, true, 0, rev), 0);
-	if (!(pid = peer("write to the OS pipe, then to the pipe twice, then close"))) {
+	if (!(pid = t_fork_peer(1, "write to the OS pipe, then to the pipe twice, then close"))) {
 		close(ctl[0]);
 		if (m.osf)
 			pp_close(m.osf);
 		close(os[0]);
 		xclose(&x, 0);
 		hear(ctl[1], 'o');
-		wait_asleep(me);
+		t_wait_asleep(me);
 		ASSERT_EQ(write(os[1], "o", 1), 1);
 		hear(ctl[1], 'p');
-		wait_asleep(me);
+		t_wait_asleep(me);
 		ASSERT_EQ(xwrite(&x, "p", 1), 1);
 		hear(ctl[1], 'q');
-		wait_asleep(me);
+		t_wait_asleep(me);
 		ASSERT_EQ(xwrite(&x, "q", 1), 1);
 		hear(ctl[1], 'c');
-		wait_asleep(me);
+		t_wait_asleep(me);
 		xclose(&x, 1);
 		close(os[1]);
 		peer_exit(&x, ctl[1]);
@@ -980,7 +892,7 @@ static void run_mixed(bool shared)
 	close(os[1]);
 	xclose(&x, 1);
 
-	step("poll both, woken by the OS pipe (timeout -1)");
+	t_step("poll both, woken by the OS pipe (timeout -1)");
 	tell(ctl[0], 'o');
 	ASSERT_EQ(mixed_poll(&m, true, -1, rev), 1);
 	ASSERT_EQ(rev[0], 0);
@@ -988,7 +900,7 @@ static void run_mixed(bool shared)
 	ASSERT_EQ(read(os[0], buf, 10), 1);
 	ASSERT_EQ(mixed_poll(&m, true, 0, rev), 0);
 
-	step("poll both, woken by the pipe (timeout 5 s)");
+	t_step("poll both, woken by the pipe (timeout 5 s)");
 	tell(ctl[0], 'p');
 	ASSERT_EQ(mixed_poll(&m, true, 5000, rev), 1);
 	ASSERT_EQ(rev[0], POLLIN);
@@ -998,7 +910,7 @@ static void run_mixed(bool shared)
 	ASSERT_ERRNO(xread(&x, buf, 10), EAGAIN);
 	ASSERT_EQ(mixed_poll(&m, true, 0, rev), 0);
 
-	step("poll the pipe alone, timeout -1, woken by the write of another process");
+	t_step("poll the pipe alone, timeout -1, woken by the write of another process");
 	tell(ctl[0], 'q');
 	ASSERT_EQ(mixed_poll(&m, false, -1, rev), 1);
 	ASSERT_EQ(rev[0], POLLIN);
@@ -1006,11 +918,11 @@ static void run_mixed(bool shared)
 	ASSERT_EQ(buf[0], 'q');
 	ASSERT_EQ(mixed_poll(&m, false, 0, rev), 0);
 
-	step("poll both, timeout -1, woken by the close of the write ends (HUP)");
+	t_step("poll both, timeout -1, woken by the close of the write ends (HUP)");
 	tell(ctl[0], 'c');
 	ASSERT_GE(mixed_poll(&m, true, -1, rev), 1);
 	ASSERT_TRUE(rev[0] & POLLHUP || rev[1] & POLLHUP);
-	reap_ok(pid);
+	t_reap(pid, 10);
 	ASSERT_EQ(mixed_poll(&m, true, 0, rev), 2);
 	ASSERT_EQ(rev[0], POLLHUP);
 	ASSERT_EQ(rev[1], POLLHUP);
@@ -1063,7 +975,7 @@ static void run_stress(bool shared)
 	w = xwatch(&x, 0);
 	ep = epoll_for(&x, w, 0, 0);
 	ctl_open(ctl);
-	if (!(pid = peer("write records with tiny pauses"))) {
+	if (!(pid = t_fork_peer(1, "write records with tiny pauses"))) {
 		unsigned long long pos = 0;
 		unsigned char rec[64];
 
@@ -1091,7 +1003,7 @@ static void run_stress(bool shared)
 	}
 	close(ctl[1]);
 	xclose(&x, 1);
-	step("read every record, woken by epoll_wait each time");
+	t_step("read every record, woken by epoll_wait each time");
 	tell(ctl[0], 'g');
 	for (;; waits++) {
 		if (epoll_n(ep, 5000) == 0)
@@ -1109,8 +1021,8 @@ static void run_stress(bool shared)
 	}
 	ASSERT_EQ(got, total);
 	if (getenv("SHARED_EVENTS_VERBOSE") && *getenv("SHARED_EVENTS_VERBOSE") == '1')
-		printf("    %s: %llu bytes, %ld epoll_waits\n", side, got, waits);
-	reap_ok(pid);
+		printf("    %s: %llu bytes, %ld epoll_waits\n", t_run, got, waits);
+	t_reap(pid, 10);
 	xclose_all(&x);
 	close(ctl[0]);
 	close(ep);
@@ -1134,6 +1046,6 @@ int main(void)
 		T_SUBTEST(stress_no_lost_wakeup),
 	};
 
-	atexit(at_exit);
+	atexit(t_run_report);
 	return T_RUN_SUBTESTS(tests);
 }

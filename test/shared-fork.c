@@ -156,96 +156,6 @@ static void notes_same(const struct notes *k, const struct notes *p, const char 
 }
 
 /* ---------------------------------------------------------------------- */
-/* Processes: peers, hang detection, which run a failure was in. */
-
-static const char *side;	/* "kernel" or "pagepipe" while a run is on */
-static bool is_peer;
-static char label[160];
-
-/* Name the step for t_watchdog and give it 10 s more. */
-static void step(const char *what)
-{
-	snprintf(label, sizeof(label), "%s run, %s: %s", side ? side : "-",
-		 is_peer ? "peer" : "test process", what);
-	t_watchdog(10, label);
-}
-
-/* A failure is an exit() during a run: say which run and which process. */
-static void at_exit(void)
-{
-	if (side)
-		fprintf(stderr, "  (in the %s run, %s)\n", side, is_peer ? "a peer" : "the test process");
-}
-
-/*
- * fork(): 0 in the peer, which arms its own watchdog, so that it ends
- * even if the test process fails and never waits for it.
- */
-static pid_t peer(const char *what)
-{
-	pid_t pid;
-
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0)
-		t_fail_at(__FILE__, __LINE__, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		is_peer = true;
-		step(what);
-	}
-	return pid;
-}
-
-/* Wait for a peer to exit 0; one still running after 10 s is killed. */
-static void reap_ok(pid_t pid)
-{
-	long long deadline = t_now_ms() + 10000;
-	int status = 0;
-	pid_t r;
-
-	while ((r = waitpid(pid, &status, WNOHANG)) == 0 && t_now_ms() < deadline)
-		t_sleep_ms(1);
-	if (r == 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		t_fail_at(__FILE__, __LINE__, "peer %d still running after 10 s (hang): killed", pid);
-	}
-	ASSERT_EQ(r, pid);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		t_fail_at(__FILE__, __LINE__, "peer %d: %s %d", pid, WIFEXITED(status) ? "exit" : "signal",
-			  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-}
-
-/*
- * Wait until process pid sleeps (state S in /proc/PID/stat): blocked in
- * its call, not about to be.  Where /proc cannot tell, wait 200 ms.
- */
-static void wait_asleep(pid_t pid)
-{
-	long long deadline = t_now_ms() + 5000;
-	char path[64], line[512];
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	for (;;) {
-		FILE *f = fopen(path, "re");
-		char *p, st = 0;
-
-		if (f && fgets(line, sizeof(line), f) && (p = strrchr(line, ')')) && p[1] == ' ')
-			st = p[2];
-		if (f)
-			fclose(f);
-		if (!st)
-			t_sleep_ms(200);
-		if (!st || st == 'S')
-			return;
-		if (t_now_ms() > deadline)
-			t_fail_at(__FILE__, __LINE__, "process %d never slept (state %c)", (int)pid, st);
-		t_sleep_ms(1);
-	}
-}
-
-/* ---------------------------------------------------------------------- */
 /* The driver: the kernel run, then the pagepipe run, then the comparison. */
 
 static unsigned char big[BIG + CAP];	/* t_fill(big, .., 0, SEED) where used */
@@ -275,16 +185,16 @@ static int diff(void (*fn)(const struct xops *ops, struct run *r))
 			      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 		ASSERT_TRUE(run[i] != MAP_FAILED);
 	}
-	side = kops.name;
+	t_run = kops.name;
 	fn(&kops, run[0]);
-	side = NULL;
+	t_run = NULL;
 	alarm(0);
 	if (shared_missing())
 		return t_skip("pp_pipe2(PP_O_SHARED) gives EINVAL: shared pagepipes are not built "
 			      "yet; the kernel half ran and passed, the pagepipe half did not run");
-	side = pops.name;
+	t_run = pops.name;
 	fn(&pops, run[1]);
-	side = NULL;
+	t_run = NULL;
 	alarm(0);
 	notes_same(&run[0]->parent, &run[1]->parent, "test process", v && *v == '1');
 	notes_same(&run[0]->peer, &run[1]->peer, "peer", v && *v == '1');
@@ -311,7 +221,7 @@ static void run_eof(const struct xops *ops, struct run *r)
 	 */
 	xopen(ops, &x, 0);
 	ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync), 0);
-	if (!(pid = peer("write abc, close the write end"))) {
+	if (!(pid = t_fork_peer(1, "write abc, close the write end"))) {
 		ASSERT_EQ(xclose(&x, 0), 0);
 		note_res(&r->peer, "write abc", T_CALL(xwrite(&x, "abc", 3)));
 		note_res(&r->peer, "close its write end", T_CALL(xclose(&x, 1)));
@@ -319,7 +229,7 @@ static void run_eof(const struct xops *ops, struct run *r)
 		ASSERT_EQ(read(sync[1], buf, 1), 1);
 		_exit(0);
 	}
-	step("read abc");
+	t_step("read abc");
 	note_res(&r->parent, "read abc", T_CALL(xread(&x, buf, 100)));
 	ASSERT_EQ(memcmp(buf, "abc", 3), 0);
 	ASSERT_EQ(read(sync[0], buf, 1), 1);
@@ -328,11 +238,11 @@ static void run_eof(const struct xops *ops, struct run *r)
 	note_res(&r->parent, "read with a write end here", T_CALL(xread(&x, buf, 100)));
 	ASSERT_EQ(xfcntl(&x, 0, F_SETFL, 0), 0);
 	ASSERT_EQ(xclose(&x, 1), 0);
-	step("read EOF after the last write end closed");
+	t_step("read EOF after the last write end closed");
 	note_res(&r->parent, "read after the last close", T_CALL(xread(&x, buf, 100)));
 	note_res(&r->parent, "read again", T_CALL(xread(&x, buf, 100)));
 	ASSERT_EQ(write(sync[0], "s", 1), 1);
-	reap_ok(pid);
+	t_reap(pid, 10);
 	xclose_all(&x);
 	close(sync[0]);
 	close(sync[1]);
@@ -343,14 +253,14 @@ static void run_eof(const struct xops *ops, struct run *r)
 	 * closed its own at once and reads until EOF.
 	 */
 	xopen(ops, &x, 0);
-	if (!(pid = peer("write 100 KiB and exit holding the write end"))) {
+	if (!(pid = t_fork_peer(1, "write 100 KiB and exit holding the write end"))) {
 		ASSERT_EQ(xclose(&x, 0), 0);
 		t_fill(big, BIG, 0, SEED);
 		ASSERT_EQ(xwrite(&x, big, BIG), BIG);
 		_exit(0);
 	}
 	ASSERT_EQ(xclose(&x, 1), 0);
-	step("read 100 KiB until EOF");
+	t_step("read 100 KiB until EOF");
 	for (int i = 0;; i++) {
 		/* 7000, then 64 KiB as two iovecs: sizes that cut pages. */
 		struct iovec iov[2] = { { buf, CAP / 2 }, { buf + CAP / 2, CAP / 2 } };
@@ -365,7 +275,7 @@ static void run_eof(const struct xops *ops, struct run *r)
 	note(&r->parent, "bytes read before EOF", total);
 	ASSERT_EQ(total, BIG);
 	ASSERT_EQ(n, 0);
-	reap_ok(pid);
+	t_reap(pid, 10);
 	xclose_all(&x);
 }
 
@@ -379,14 +289,14 @@ static void reader_closes(struct xp *x, int flags)
 	pid_t pid;
 
 	xopen(x->ops, x, flags);
-	if (!(pid = peer("close the only read end"))) {
+	if (!(pid = t_fork_peer(1, "close the only read end"))) {
 		ASSERT_EQ(xclose(x, 1), 0);
 		ASSERT_EQ(xclose(x, 0), 0);
 		_exit(0);
 	}
 	ASSERT_EQ(xclose(x, 0), 0);
-	reap_ok(pid);
-	step("write with no reader");
+	t_reap(pid, 10);
+	t_step("write with no reader");
 }
 
 static void run_epipe(const struct xops *ops, struct run *r)
@@ -413,21 +323,21 @@ static void run_epipe(const struct xops *ops, struct run *r)
 	t_sigpipe_count_start();
 	xopen(ops, &x, 0);
 	t_kpipe2(sync, O_CLOEXEC);
-	if (!(pid = peer("die holding the read end"))) {
+	if (!(pid = t_fork_peer(1, "die holding the read end"))) {
 		ASSERT_EQ(xclose(&x, 1), 0);
 		ASSERT_EQ(read(sync[0], buf, 1), 1);
-		wait_asleep(getppid());	/* the writer, on the full pipe */
+		t_wait_asleep(getppid());	/* the writer, on the full pipe */
 		_exit(0);
 	}
 	ASSERT_EQ(xclose(&x, 0), 0);
 	t_fill(big, CAP + 4096, 0, SEED);
 	note_res(&r->parent, "fill the pipe", T_CALL(xwrite(&x, big, CAP)));
 	ASSERT_EQ(write(sync[1], "s", 1), 1);
-	step("write to a full pipe whose reader dies");
+	t_step("write to a full pipe whose reader dies");
 	note_res(&r->parent, "write, reader died", T_CALL(xwrite(&x, big + CAP, 4096)));
 	note(&r->parent, "SIGPIPEs", t_sigpipe_count());
 	ASSERT_EQ(t_sigpipe_count(), 1);
-	reap_ok(pid);
+	t_reap(pid, 10);
 	xclose_all(&x);
 	close(sync[0]);
 	close(sync[1]);
@@ -485,7 +395,7 @@ static void run_records(const struct xops *ops, struct run *r)
 
 	xopen(ops, &x, 0);
 	for (uint32_t w = 0; w < NWRITERS; w++) {
-		if (!(pid[w] = peer("write records"))) {
+		if (!(pid[w] = t_fork_peer(1, "write records"))) {
 			ASSERT_EQ(xclose(&x, 0), 0);
 			records_write(&x, w);
 			ASSERT_EQ(xclose(&x, 1), 0);
@@ -493,7 +403,7 @@ static void run_records(const struct xops *ops, struct run *r)
 		}
 	}
 	ASSERT_EQ(xclose(&x, 1), 0);
-	step("read records until EOF");
+	t_step("read records until EOF");
 	for (int i = 0;; i++) {
 		/* 64 KiB reads, by read and by readv; a record may end in the next. */
 		struct iovec iov[2] = { { buf + have, CAP / 2 }, { buf + have + CAP / 2, CAP / 2 } };
@@ -530,7 +440,7 @@ static void run_records(const struct xops *ops, struct run *r)
 		ASSERT_EQ(next[w], NRECS);
 	ASSERT_EQ(have, 0);
 	for (int w = 0; w < NWRITERS; w++)
-		reap_ok(pid[w]);
+		t_reap(pid[w], 10);
 	xclose_all(&x);
 }
 
@@ -551,7 +461,7 @@ static void run_block_wake(const struct xops *ops, struct run *r)
 	t_fill(big, CAP + 4096, 0, SEED);
 	xopen(ops, &x, 0);
 	r->flag = 0;
-	if (!(pid = peer("read an empty pipe"))) {
+	if (!(pid = t_fork_peer(1, "read an empty pipe"))) {
 		ASSERT_EQ(xclose(&x, 1), 0);
 		note_res(&r->peer, "read, woken by a write", T_CALL(xread(&x, buf, CAP)));
 		note(&r->peer, "the write had begun", __atomic_load_n(&r->flag, __ATOMIC_SEQ_CST));
@@ -560,11 +470,11 @@ static void run_block_wake(const struct xops *ops, struct run *r)
 		_exit(0);
 	}
 	ASSERT_EQ(xclose(&x, 0), 0);
-	wait_asleep(pid);
+	t_wait_asleep(pid);
 	t_sleep_ms(50);
 	__atomic_store_n(&r->flag, 1, __ATOMIC_SEQ_CST);
 	note_res(&r->parent, "write to the sleeping reader", T_CALL(xwrite(&x, big, 100)));
-	reap_ok(pid);
+	t_reap(pid, 10);
 	xclose_all(&x);
 
 	/*
@@ -574,9 +484,9 @@ static void run_block_wake(const struct xops *ops, struct run *r)
 	xopen(ops, &x, 0);
 	r->flag = 0;
 	note_res(&r->parent, "fill the pipe", T_CALL(xwrite(&x, big, CAP)));
-	if (!(pid = peer("read one page once the writer sleeps"))) {
+	if (!(pid = t_fork_peer(1, "read one page once the writer sleeps"))) {
 		ASSERT_EQ(xclose(&x, 1), 0);
-		wait_asleep(getppid());
+		t_wait_asleep(getppid());
 		t_sleep_ms(50);
 		__atomic_store_n(&r->flag, 1, __ATOMIC_SEQ_CST);
 		note_res(&r->peer, "read one page of a full pipe", T_CALL(xread(&x, buf, 4096)));
@@ -584,10 +494,10 @@ static void run_block_wake(const struct xops *ops, struct run *r)
 		ASSERT_EQ(xclose(&x, 0), 0);
 		_exit(0);
 	}
-	step("write to a full pipe");
+	t_step("write to a full pipe");
 	note_res(&r->parent, "write, woken by a read", T_CALL(xwrite(&x, big + CAP, 4096)));
 	note(&r->parent, "the read had begun", __atomic_load_n(&r->flag, __ATOMIC_SEQ_CST));
-	reap_ok(pid);
+	t_reap(pid, 10);
 	note_res(&r->parent, "read the rest", T_CALL(xread(&x, buf, CAP)));
 	ASSERT_EQ(t_check(buf, CAP, 4096, SEED), 0);
 	xclose_all(&x);
@@ -607,7 +517,7 @@ static void run_nonblock(const struct xops *ops, struct run *r)
 	note(&r->parent, "F_GETFL write end", xfcntl(&x, 1, F_GETFL, 0));
 
 	/* The peer makes the read end non-blocking and closes its copy. */
-	if (!(pid = peer("set O_NONBLOCK on the read end"))) {
+	if (!(pid = t_fork_peer(1, "set O_NONBLOCK on the read end"))) {
 		note(&r->peer, "F_GETFL read end", xfcntl(&x, 0, F_GETFL, 0));
 		note_res(&r->peer, "F_SETFL O_NONBLOCK", T_CALL(xfcntl(&x, 0, F_SETFL, O_NONBLOCK)));
 		note(&r->peer, "F_GETFL read end", xfcntl(&x, 0, F_GETFL, 0));
@@ -615,25 +525,25 @@ static void run_nonblock(const struct xops *ops, struct run *r)
 		xclose_all(&x);
 		_exit(0);
 	}
-	reap_ok(pid);
+	t_reap(pid, 10);
 	/* The flag outlives the peer's copy: it belongs to the open end. */
 	note(&r->parent, "F_GETFL read end", xfcntl(&x, 0, F_GETFL, 0));
 	note(&r->parent, "F_GETFL write end", xfcntl(&x, 1, F_GETFL, 0));
-	step("read an empty pipe made non-blocking by the peer");
+	t_step("read an empty pipe made non-blocking by the peer");
 	note_res(&r->parent, "read the empty pipe", T_CALL(xread(&x, buf, 100)));
 
 	/* The other way: set here on the write end, seen and cleared there. */
 	ASSERT_EQ(xfcntl(&x, 1, F_SETFL, O_NONBLOCK), 0);
 	t_fill(big, CAP + 1, 0, SEED);
 	note_res(&r->parent, "write past the capacity", T_CALL(xwrite(&x, big, CAP + 1)));
-	if (!(pid = peer("see O_NONBLOCK on the write end, clear it"))) {
+	if (!(pid = t_fork_peer(1, "see O_NONBLOCK on the write end, clear it"))) {
 		note(&r->peer, "F_GETFL write end", xfcntl(&x, 1, F_GETFL, 0));
 		note_res(&r->peer, "write to the full pipe", T_CALL(xwrite(&x, "x", 1)));
 		note_res(&r->peer, "F_SETFL 0", T_CALL(xfcntl(&x, 1, F_SETFL, 0)));
 		xclose_all(&x);
 		_exit(0);
 	}
-	reap_ok(pid);
+	t_reap(pid, 10);
 	note(&r->parent, "F_GETFL write end", xfcntl(&x, 1, F_GETFL, 0));
 	note_res(&r->parent, "read", T_CALL(xread(&x, buf, CAP)));
 	ASSERT_EQ(t_check(buf, CAP, 0, SEED), 0);
@@ -659,7 +569,7 @@ static void run_packets(const struct xops *ops, struct run *r)
 	xopen(ops, &x, O_DIRECT);
 	note(&r->parent, "F_GETFL read end", xfcntl(&x, 0, F_GETFL, 0));
 	note(&r->parent, "F_GETFL write end", xfcntl(&x, 1, F_GETFL, 0));
-	if (!(pid = peer("read packets"))) {
+	if (!(pid = t_fork_peer(1, "read packets"))) {
 		ASSERT_EQ(xclose(&x, 1), 0);
 		note(&r->peer, "F_GETFL read end", xfcntl(&x, 0, F_GETFL, 0));
 		for (size_t i = 0; i < np; i++) {
@@ -674,12 +584,12 @@ static void run_packets(const struct xops *ops, struct run *r)
 		_exit(0);
 	}
 	ASSERT_EQ(xclose(&x, 0), 0);
-	step("write packets");
+	t_step("write packets");
 	for (size_t i = 0; i < np; i++)
 		if (p[i].write)
 			note_res(&r->parent, "write a packet", T_CALL(xwrite(&x, big + p[i].at, p[i].write)));
 	ASSERT_EQ(xclose(&x, 1), 0);
-	reap_ok(pid);
+	t_reap(pid, 10);
 }
 
 static int packet_mode(void) { return diff(run_packets); }
@@ -698,7 +608,7 @@ static long long fill_bytewise(const struct xops *ops, struct run *r, int flags)
 	note(&r->parent, "F_GETPIPE_SZ read end", xfcntl(&x, 0, F_GETPIPE_SZ, 0));
 	note(&r->parent, "F_GETPIPE_SZ write end", xfcntl(&x, 1, F_GETPIPE_SZ, 0));
 	r->flag = 0;
-	if (!(pid = peer("one-byte writes until EAGAIN"))) {
+	if (!(pid = t_fork_peer(1, "one-byte writes until EAGAIN"))) {
 		ASSERT_EQ(xclose(&x, 0), 0);
 		note(&r->peer, "F_GETPIPE_SZ write end", xfcntl(&x, 1, F_GETPIPE_SZ, 0));
 		while ((n = xwrite(&x, "z", 1)) == 1 && r->flag <= 2 * CAP)
@@ -709,8 +619,8 @@ static long long fill_bytewise(const struct xops *ops, struct run *r, int flags)
 		_exit(0);
 	}
 	ASSERT_EQ(xclose(&x, 1), 0);
-	reap_ok(pid);
-	step("drain");
+	t_reap(pid, 10);
+	t_step("drain");
 	while ((n = xread(&x, buf, CAP)) > 0 && drained <= 2 * CAP) {
 		for (ssize_t i = 0; i < n; i++)
 			ASSERT_EQ(buf[i], 'z');
@@ -743,6 +653,6 @@ int main(void)
 		T_SUBTEST(capacity_in_slots),
 	};
 
-	atexit(at_exit);
+	atexit(t_run_report);
 	return T_RUN_SUBTESTS(tests);
 }

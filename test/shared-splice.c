@@ -80,9 +80,6 @@
 /* One end: a kernel descriptor in the kernel run, a pp_file in the other. */
 
 static bool krun;		/* the kernel run: every pipe pipe2(), every call a system call */
-static const char *side;	/* "kernel" or "pagepipe" while a run is on */
-static int me;			/* 0: the test process; 1, 2: its peers */
-static char label[160];
 
 struct end { int fd; struct pp_file *f; };
 enum kind { SHARED, THREADED, KPIPE };
@@ -195,14 +192,14 @@ static bool verbose;
 
 static long long note_at(int line, const char *what, struct t_res r)
 {
-	struct notes *o = &cur->who[me];
+	struct notes *o = &cur->who[t_peer_id];
 	int i = o->n;
 
 	if (i == (int)(sizeof(o->e) / sizeof(o->e[0])))
 		t_fail_at(__FILE__, line, "too many notes (at \"%s\")", what);
 	o->e[o->n++] = (struct note){ what, r.ret, r.err };
 	if (kref) {
-		const struct notes *k = &kref->who[me];
+		const struct notes *k = &kref->who[t_peer_id];
 		const struct note *a = i < k->n ? &k->e[i] : NULL;
 
 		if (!a || strcmp(a->what, what))
@@ -211,13 +208,13 @@ static long long note_at(int line, const char *what, struct t_res r)
 		if (verbose || a->v != r.ret || a->err != r.err)
 			fprintf(a->v != r.ret || a->err != r.err ? stderr : stdout,
 				"    %s: %s: kernel %lld (%s), pagepipe %lld (%s)\n",
-				me ? "peer" : "test process", what, a->v, a->err ? strerror(a->err) : "ok",
+				t_peer_id ? "peer" : "test process", what, a->v, a->err ? strerror(a->err) : "ok",
 				r.ret, r.err ? strerror(r.err) : "ok");
 		if (a->v != r.ret || a->err != r.err)
 			t_fail_at(__FILE__, line, "\"%s\" differs from the kernel's", what);
 	} else if (verbose) {
-		printf("    %s: %s: %s %lld (%s)\n", me ? "peer" : "test process", what,
-		       side ? side : "-", r.ret, r.err ? strerror(r.err) : "ok");
+		printf("    %s: %s: %s %lld (%s)\n", t_peer_id ? "peer" : "test process", what,
+		       t_run ? t_run : "-", r.ret, r.err ? strerror(r.err) : "ok");
 	}
 	fflush(stdout);	/* a peer leaves by _exit() */
 	errno = r.err;
@@ -229,33 +226,14 @@ static long long note_at(int line, const char *what, struct t_res r)
 #define NOTE_RES(what, res)	note_at(__LINE__, (what), (res))
 
 /* ---------------------------------------------------------------------- */
-/* Processes: peers, hang detection, hand-shakes. */
+/* Processes: peers (helpers.h: t_fork_peer and its kin), hand-shakes. */
 
-static void step(const char *what)
-{
-	snprintf(label, sizeof(label), "%s run, %s: %s", side ? side : "-",
-		 me ? "peer" : "test process", what);
-	t_watchdog(10, label);
-}
-
-static void at_exit(void)
-{
-	if (side)
-		fprintf(stderr, "  (in the %s run, %s)\n", side, me ? "a peer" : "the test process");
-}
-
+/* A peer keeps only its own end of the hand-shake socketpair. */
 static pid_t peer(int id, const char *what)
 {
-	pid_t pid;
+	pid_t pid = t_fork_peer(id, what);
 
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0)
-		t_fail_at(__FILE__, __LINE__, "fork: %s", strerror(errno));
 	if (pid == 0) {
-		me = id;
-		step(what);
 		if (sv[0] >= 0)
 			close(sv[0]);
 		sv[0] = -1;
@@ -269,54 +247,10 @@ static void peer_done(void)
 	_exit(0);
 }
 
-static void reap_ok(pid_t pid)
-{
-	long long deadline = t_now_ms() + 10000;
-	int status = 0;
-	pid_t r;
-
-	while ((r = waitpid(pid, &status, WNOHANG)) == 0 && t_now_ms() < deadline)
-		t_sleep_ms(1);
-	if (r == 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		t_fail_at(__FILE__, __LINE__, "peer %d still running after 10 s (hang): killed", pid);
-	}
-	ASSERT_EQ(r, pid);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		t_fail_at(__FILE__, __LINE__, "peer %d: %s %d", pid, WIFEXITED(status) ? "exit" : "signal",
-			  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-}
-
-/* Wait until process pid sleeps (state S); where /proc cannot tell, 200 ms. */
-static void wait_asleep(pid_t pid)
-{
-	long long deadline = t_now_ms() + 5000;
-	char path[64], line[512];
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	for (;;) {
-		FILE *f = fopen(path, "re");
-		char *p, st = 0;
-
-		if (f && fgets(line, sizeof(line), f) && (p = strrchr(line, ')')) && p[1] == ' ')
-			st = p[2];
-		if (f)
-			fclose(f);
-		if (!st)
-			t_sleep_ms(200);
-		if (!st || st == 'S')
-			return;
-		if (t_now_ms() > deadline)
-			t_fail_at(__FILE__, __LINE__, "process %d never slept (state %c)", (int)pid, st);
-		t_sleep_ms(1);
-	}
-}
-
 /* A number over sv to the other process; a dead one fails. */
 static void tell(long long v)
 {
-	ASSERT_EQ(send(sv[me ? 1 : 0], &v, sizeof(v), MSG_NOSIGNAL), sizeof(v));
+	ASSERT_EQ(send(sv[t_peer_id ? 1 : 0], &v, sizeof(v), MSG_NOSIGNAL), sizeof(v));
 }
 
 static long long hear_at(int line)
@@ -324,7 +258,7 @@ static long long hear_at(int line)
 	long long v;
 	ssize_t n;
 
-	while ((n = recv(sv[me ? 1 : 0], &v, sizeof(v), MSG_WAITALL)) < 0 && errno == EINTR)
+	while ((n = recv(sv[t_peer_id ? 1 : 0], &v, sizeof(v), MSG_WAITALL)) < 0 && errno == EINTR)
 		;
 	if (n != sizeof(v))
 		t_fail_at(__FILE__, line, "the other process is gone (recv %zd)", n);
@@ -383,7 +317,7 @@ static void take_all(struct end r)
 	long long pos, n;
 
 	while (pos = hear(), (n = hear()) >= 0) {
-		step("read what the peer spliced");
+		t_step("read what the peer spliced");
 		read_check(r, (size_t)n, (unsigned long long)pos);
 		tell(1);
 	}
@@ -445,19 +379,19 @@ static int diff(void (*fn)(void))
 	}
 	t_fill(big, sizeof(big), 0, SEED);
 	krun = true;
-	side = "kernel";
+	t_run = "kernel";
 	cur = run[0];
 	fn();
-	side = NULL;
+	t_run = NULL;
 	alarm(0);
 	if (shared_splice_missing())
 		return t_skip(NOT_BUILT "; the kernel half ran and passed, the pagepipe half did not run");
 	krun = false;
-	side = "pagepipe";
+	t_run = "pagepipe";
 	cur = run[1];
 	kref = run[0];
 	fn();
-	side = NULL;
+	t_run = NULL;
 	alarm(0);
 	for (int i = 0; i < 3; i++)
 		ASSERT_EQ(run[1]->who[i].n, run[0]->who[i].n);
@@ -476,7 +410,7 @@ static void run_file_to_pipe(void)
 	off_t off;
 	pid_t pid;
 
-	step("splice a file into the pipe");
+	t_step("splice a file into the pipe");
 	xpipe(p, SHARED, 0);
 	sync_pair();
 	if (!(pid = peer(1, "splice the file into the pipe"))) {
@@ -521,10 +455,10 @@ static void run_file_to_pipe(void)
 	forked();
 	xclose(&p[1]);
 	take_all(p[0]);
-	step("read EOF");
+	t_step("read EOF");
 	NOTE("read at EOF", xread(p[0], buf, 100));
 	NOTE("file offset seen here", lseek(fd, 0, SEEK_CUR));
-	reap_ok(pid);
+	t_reap(pid, 10);
 	xclose_every();
 	close(fd);
 }
@@ -549,7 +483,7 @@ static void run_pipe_to_file(void)
 	off_t off;
 	pid_t pid;
 
-	step("splice the pipe out to a file");
+	t_step("splice the pipe out to a file");
 	xpipe(p, SHARED, 0);
 	sync_pair();
 	if (!(pid = peer(1, "splice the pipe out to the file"))) {
@@ -567,7 +501,7 @@ static void run_pipe_to_file(void)
 		NOTE("splice the empty pipe, SPLICE_F_NONBLOCK",
 		     xsplice(p[0], NULL, file, NULL, 100, SPLICE_F_NONBLOCK));
 		tell(1);
-		step("splice until EOF, woken by the test process");
+		t_step("splice until EOF, woken by the test process");
 		while ((n = xsplice(p[0], NULL, file, NULL, MIB, 0)) > 0)
 			total += n;
 		NOTE_RES("splice, empty, no writer left", RES(n));
@@ -584,10 +518,10 @@ static void run_pipe_to_file(void)
 	file_check(fd, 0, 3000, 0);
 	file_check(fd, 3000, 3000, 7000);
 	file_check(fd, 100000, 4000, 3000);
-	wait_asleep(pid);
+	t_wait_asleep(pid);
 	NOTE("write 10000 to the sleeping splice", xwrite(p[1], big + 10000, 10000));
 	xclose(&p[1]);
-	reap_ok(pid);
+	t_reap(pid, 10);
 	file_check(fd, 6000, 10000, 10000);
 	ASSERT_EQ(fstat(fd, &st), 0);
 	NOTE("file size", st.st_size);
@@ -607,7 +541,7 @@ static void to_socket(int s[2])
 	pid_t pid[2];
 	off_t off = 0;
 
-	step("splice the pipe out to a socket");
+	t_step("splice the pipe out to a socket");
 	xpipe(p, SHARED, 0);
 	sync_pair();
 	if (!(pid[0] = peer(1, "splice the pipe out to the socket"))) {
@@ -621,7 +555,7 @@ static void to_socket(int s[2])
 		     xsplice(p[0], NULL, sock, NULL, 100, SPLICE_F_NONBLOCK));
 		NOTE("an offset on the socket", xsplice(p[0], NULL, sock, &off, 100, SPLICE_F_NONBLOCK));
 		tell(1);
-		step("splice to the socket until EOF");
+		t_step("splice to the socket until EOF");
 		while ((n = xsplice(p[0], NULL, sock, NULL, MIB, 0)) > 0)
 			total += n;
 		NOTE_RES("splice, empty, no writer left", RES(n));
@@ -647,11 +581,11 @@ static void to_socket(int s[2])
 	NOTE("write 5000", xwrite(p[1], big, 5000));
 	tell(1);
 	heard();
-	step("write the rest through the splicing peer");
+	t_step("write the rest through the splicing peer");
 	NOTE("write the rest of 200 KiB", xwrite(p[1], big + 5000, FSIZE - 5000));
 	xclose(&p[1]);
-	reap_ok(pid[0]);
-	reap_ok(pid[1]);
+	t_reap(pid[0], 10);
+	t_reap(pid[1], 10);
 	xclose_every();
 }
 
@@ -676,7 +610,7 @@ static void run_pipe_to_pipe(void)
 	off_t off = 0;
 	pid_t pid;
 
-	step("splice between pipes");
+	t_step("splice between pipes");
 	xpipe(s1, SHARED, 0);
 	xpipe(s2, SHARED, 0);
 	xpipe(t, THREADED, 0);
@@ -687,11 +621,11 @@ static void run_pipe_to_pipe(void)
 		xclose_every_but(&s2[0]);
 		tell(1);
 		heard();
-		step("read S2");
+		t_step("read S2");
 		read_check(s2[0], 20000, 0);
 		tell(1);
 		heard();	/* S2 was full while the test process needed it */
-		step("read S2 until EOF");
+		t_step("read S2 until EOF");
 		read_check(s2[0], CAP, 20000);
 		NOTE("read S2 at EOF", xread(s2[0], buf, 100));
 		peer_done();
@@ -738,7 +672,7 @@ static void run_pipe_to_pipe(void)
 	xclose(&s1[1]);
 	NOTE("empty S1, no writer -> threaded", xsplice(s1[0], NULL, t[1], NULL, 10, 0));
 	xclose(&s2[1]);
-	reap_ok(pid);
+	t_reap(pid, 10);
 	xclose_every();
 }
 
@@ -751,7 +685,7 @@ static void run_tee(void)
 	struct end s1[2], s2[2], t[2];
 	pid_t pid;
 
-	step("tee between pipes");
+	t_step("tee between pipes");
 	xpipe(s1, SHARED, 0);
 	xpipe(s2, SHARED, 0);
 	xpipe(t, THREADED, 0);
@@ -763,19 +697,19 @@ static void run_tee(void)
 		NOTE("write 10000 to S1", xwrite(s1[1], big, 10000));
 		tell(1);
 		heard();
-		step("read S2: 5000, 10000, 3000 of the same stream");
+		t_step("read S2: 5000, 10000, 3000 of the same stream");
 		read_check(s2[0], 5000, 0);
 		read_check(s2[0], 10000, 0);
 		read_check(s2[0], 3000, 0);
 		tell(1);
 		heard();
-		step("read S2, then S1, whose bytes the tees left");
+		t_step("read S2, then S1, whose bytes the tees left");
 		read_check(s2[0], CAP, 10000);
 		NOTE("FIONREAD of S1", xfionread(s1[0]));
 		read_check(s1[0], 10000, 0);
 		xclose(&s1[1]);
 		tell(1);
-		step("read S2 at EOF");
+		t_step("read S2 at EOF");
 		NOTE("read S2 at EOF", xread(s2[0], buf, 100));
 		peer_done();
 	}
@@ -803,7 +737,7 @@ static void run_tee(void)
 	xclose(&s1[1]);
 	NOTE("tee empty S1, no writer -> S2", xtee(s1[0], s2[1], 100, 0));
 	xclose(&s2[1]);
-	reap_ok(pid);
+	t_reap(pid, 10);
 	xclose_every();
 }
 
@@ -821,7 +755,7 @@ static void run_vmsplice(void)
 	pid_t pid;
 
 	/* Into the write end, from a peer that unmaps its memory and exits. */
-	step("vmsplice into the write end");
+	t_step("vmsplice into the write end");
 	xpipe(p, SHARED, 0);
 	sync_pair();
 	if (!(pid = peer(1, "vmsplice into the write end"))) {
@@ -865,7 +799,7 @@ static void run_vmsplice(void)
 	forked();
 	xclose(&p[1]);
 	take_all(p[0]);
-	reap_ok(pid);
+	t_reap(pid, 10);
 	read_check(p[0], PG, 14 * PG);
 	NOTE("read at EOF", xread(p[0], buf, 100));
 	xclose_every();
@@ -889,7 +823,7 @@ static void run_vmsplice(void)
 	iov[2] = (struct iovec){ b + 200, 6000 };
 	iov[3] = (struct iovec){ b + 6200, 10000 };
 	heard();
-	step("vmsplice out of the read end");
+	t_step("vmsplice out of the read end");
 	NOTE("vmsplice out, 4 iovecs", xvmsplice(p[0], iov, 4, 0));
 	ASSERT_EQ(t_check(b, 100, 0, SEED), 0);
 	ASSERT_EQ(t_check(b + 200, 6000, 100, SEED), 0);
@@ -898,15 +832,15 @@ static void run_vmsplice(void)
 	tell(1);
 	if (!vg) {
 		iov[0] = (struct iovec){ NULL, 100 };
-		step("vmsplice out to a NULL base");
+		t_step("vmsplice out to a NULL base");
 		NOTE("vmsplice out to a NULL base", xvmsplice(p[0], iov, 1, 0));
 		iov[0] = (struct iovec){ b, 100 };
 	}
 	read_check(p[0], 100, 10000);
 	tell(1);
-	step("vmsplice out at EOF");
+	t_step("vmsplice out at EOF");
 	NOTE("vmsplice out at EOF", xvmsplice(p[0], iov, 4, 0));
-	reap_ok(pid);
+	t_reap(pid, 10);
 	xclose_every();
 }
 
@@ -928,7 +862,7 @@ static void slots_after(int source)
 	ssize_t n;
 	pid_t pid;
 
-	step("one byte, then one-byte writes");
+	t_step("one byte, then one-byte writes");
 	ASSERT_TRUE(mem != MAP_FAILED);
 	count = mmap(NULL, sizeof(*count), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_TRUE(count != MAP_FAILED);
@@ -959,8 +893,8 @@ static void slots_after(int source)
 		peer_done();
 	}
 	xclose(&p[1]);
-	reap_ok(pid);
-	step("drain");
+	t_reap(pid, 10);
+	t_step("drain");
 	while ((n = xread(p[0], buf, CAP)) > 0 && drained <= 2 * CAP) {
 		for (ssize_t i = 0; i < n; i++)
 			if (buf[i] != (drained + i ? 'z' : t_pattern(0, SEED)))
@@ -1010,7 +944,7 @@ static int read_lend_across_fork(void)
 
 	if (shared_splice_missing())
 		return t_skip(NOT_BUILT " (no kernel counterpart to run)");
-	side = "pagepipe";
+	t_run = "pagepipe";
 	t_fill(big, sizeof(big), 0, SEED);
 	fd = tfile(3 * PG);
 	xpipe(p, SHARED, 0);
@@ -1024,7 +958,7 @@ static int read_lend_across_fork(void)
 		ASSERT_EQ(xwrite(p[1], big + 10000, 100), 100);
 		tell(1);
 		heard();
-		wait_asleep(getppid());
+		t_wait_asleep(getppid());
 		ASSERT_EQ(xwrite(p[1], big + 10100, 5000), 5000);
 		heard();
 		xfd(&file, fd);
@@ -1058,7 +992,7 @@ static int read_lend_across_fork(void)
 	ASSERT_EQ(pp_fcntl(p[0].f, F_SETFL, 0), 0);
 	/* A blocking loan, woken by the peer's write. */
 	tell(1);
-	step("a loan asleep on the empty pipe");
+	t_step("a loan asleep on the empty pipe");
 	n = pp_read_lend(p[0].f, iov, 8, MIB);
 	ASSERT_GE(n, 1);
 	lent_check(iov, 8, n, 10100);
@@ -1066,20 +1000,20 @@ static int read_lend_across_fork(void)
 	read_check(p[0], 5000 - (size_t)n, 10100 + (unsigned long long)n);
 	/* Bytes the peer spliced from the file. */
 	tell(1);
-	step("lend what the peer spliced from the file");
+	t_step("lend what the peer spliced from the file");
 	for (size_t got = 0; got < 3000; got += (size_t)n) {
 		n = pp_read_lend(p[0].f, iov, 8, MIB);
 		ASSERT_GE(n, 1);
 		lent_check(iov, 8, n, 100 + got);
 		ASSERT_EQ(pp_read_done(p[0].f, (size_t)n), 0);
 	}
-	step("lend at EOF");
+	t_step("lend at EOF");
 	ASSERT_EQ(pp_read_lend(p[0].f, iov, 8, MIB), 0);
 	ASSERT_ERRNO(pp_read_lend(p[0].f, iov, 0, 10), EINVAL);
-	reap_ok(pid);
+	t_reap(pid, 10);
 	xclose_every();
 	close(fd);
-	side = NULL;
+	t_run = NULL;
 	return T_EXIT_PASS;
 }
 
@@ -1179,6 +1113,6 @@ int main(void)
 	const char *v = getenv("SHARED_SPLICE_VERBOSE");
 
 	verbose = v && *v == '1';
-	atexit(at_exit);
+	atexit(t_run_report);
 	return T_RUN_SUBTESTS(tests);
 }

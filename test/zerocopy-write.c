@@ -65,20 +65,11 @@
 #define SEED	57
 
 /* ---------------------------------------------------------------------- */
-/* Which run a failure was in: threaded or shared. */
-
-static const char *mode;
-static bool is_peer;
-
-static void at_exit(void)
-{
-	if (mode)
-		fprintf(stderr, "  (in the %s run%s)\n", mode, is_peer ? ", a forked peer" : "");
-}
+/* Which run a failure was in (t_run, t_run_report): threaded or shared. */
 
 static void open_pipe(struct pp_file *p[2], bool shared, int flags)
 {
-	mode = shared ? "shared" : "threaded";
+	t_run = shared ? "shared" : "threaded";
 	if (pp_pipe2(p, flags | (shared ? PP_O_SHARED : 0)) < 0)
 		t_fail_at(__FILE__, __LINE__, "pp_pipe2(%s%#x): %s", shared ? "PP_O_SHARED | " : "",
 			  flags, strerror(errno));
@@ -165,70 +156,6 @@ static int pages_that_fit(struct pp_file *w)
 	ASSERT_EQ(errno, EAGAIN);
 	set_nonblock(w, false);
 	return n;
-}
-
-/* Wait until process pid sleeps (state S): blocked in its call.  /proc missing: 200 ms. */
-static void wait_asleep(pid_t pid)
-{
-	long long deadline = t_now_ms() + 5000;
-	char path[64], line[512];
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	for (;;) {
-		FILE *f = fopen(path, "re");
-		char *p, st = 0;
-
-		if (f && fgets(line, sizeof(line), f) && (p = strrchr(line, ')')) && p[1] == ' ')
-			st = p[2];
-		if (f)
-			fclose(f);
-		if (!st)
-			t_sleep_ms(200);
-		if (!st || st == 'S')
-			return;
-		if (t_now_ms() > deadline)
-			t_fail_at(__FILE__, __LINE__, "process %d never slept (state %c)", (int)pid, st);
-		t_sleep_ms(1);
-	}
-}
-
-/* fork() a peer: 0 in the peer, which arms its own watchdog. */
-static pid_t peer(const char *what)
-{
-	pid_t pid;
-
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0)
-		t_fail_at(__FILE__, __LINE__, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		is_peer = true;
-		t_watchdog(20, what);
-	}
-	return pid;
-}
-
-/* Wait for a peer to exit 0; one still running after seconds is killed. */
-static void reap_ok(pid_t pid, int seconds)
-{
-	long long deadline = t_now_ms() + seconds * 1000LL;
-	int status = 0;
-	pid_t r;
-
-	while ((r = waitpid(pid, &status, WNOHANG)) == 0 && t_now_ms() < deadline)
-		t_sleep_ms(1);
-	if (r == 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		t_fail_at(__FILE__, __LINE__, "peer %d still running after %d s (hang): killed",
-			  (int)pid, seconds);
-	}
-	ASSERT_EQ(r, pid);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		t_fail_at(__FILE__, __LINE__, "peer %d: %s %d", (int)pid,
-			  WIFEXITED(status) ? "exit" : "signal",
-			  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 }
 
 /* A word in memory both processes see. */
@@ -396,7 +323,7 @@ static void basic_on(bool shared)
 	ASSERT_EQ(pp_read(p[0], out, 100), 6);
 	ASSERT_MEM_EQ(out, "xyzabc", 6);
 	close_pipe(p);
-	mode = NULL;
+	t_run = NULL;
 }
 
 static int basic(void)
@@ -481,7 +408,7 @@ static void room_on(bool shared)
 		ASSERT_EQ(n, PG);
 	} else {
 		atomic_int *leasing = shared_word(), *returned = shared_word();
-		pid_t pid = peer("room: a reader process, after the lease sleeps");
+		pid_t pid = t_fork_peer(1, "room: a reader process, after the lease sleeps");
 
 		if (!pid) {
 			int rc;
@@ -489,7 +416,7 @@ static void room_on(bool shared)
 			ASSERT_EQ(pp_close(p[1]), 0);
 			while (!atomic_load(leasing))
 				t_sleep_ms(1);
-			wait_asleep(getppid());
+			t_wait_asleep(getppid());
 			rc = atomic_load(returned);
 			ASSERT_EQ(pp_read(p[0], out, PG), PG);
 			ASSERT_EQ(pp_close(p[0]), 0);
@@ -498,7 +425,7 @@ static void room_on(bool shared)
 		atomic_store(leasing, 1);
 		n = pp_write_lend(p[1], iov, 64, CAP);
 		atomic_store(returned, 1);
-		reap_ok(pid, 10);
+		t_reap(pid, 10);
 		ASSERT_EQ(n, PG);
 		munmap(leasing, sizeof(*leasing));
 		munmap(returned, sizeof(*returned));
@@ -518,7 +445,7 @@ static void room_on(bool shared)
 	ASSERT_EQ(n, PG);
 	ASSERT_EQ(pp_write_done(p[1], 0), 0);
 	close_pipe(p);
-	mode = NULL;
+	t_run = NULL;
 }
 
 static int room(void)
@@ -578,7 +505,7 @@ static void no_merge_on(bool shared)
 	ASSERT_EQ(t_check(out, PG + 10, 0, SEED), 0);
 	ASSERT_EQ(out[PG + 10], 'Z');
 	close_pipe(p);
-	mode = NULL;
+	t_run = NULL;
 }
 
 static int no_merge(void)
@@ -664,13 +591,13 @@ static void epipe_on(bool shared)
 		ASSERT_EQ(atomic_load(&b.seen_returned), 0);
 	} else {
 		atomic_int *leasing = shared_word();
-		pid_t pid = peer("epipe: the reader process exits while the lease sleeps");
+		pid_t pid = t_fork_peer(1, "epipe: the reader process exits while the lease sleeps");
 
 		if (!pid) {
 			ASSERT_EQ(pp_close(p[1]), 0);
 			while (!atomic_load(leasing))
 				t_sleep_ms(1);
-			wait_asleep(getppid());
+			t_wait_asleep(getppid());
 			ASSERT_EQ(pp_close(p[0]), 0);
 			_exit(0);
 		}
@@ -679,7 +606,7 @@ static void epipe_on(bool shared)
 		atomic_store(leasing, 1);
 		errno = 0;
 		n = pp_write_lend(p[1], iov, 4, PG);
-		reap_ok(pid, 10);
+		t_reap(pid, 10);
 		munmap(leasing, sizeof(*leasing));
 	}
 	if (n != -1 || errno != EPIPE)
@@ -688,7 +615,7 @@ static void epipe_on(bool shared)
 	ASSERT_EQ(t_sigpipe_count(), 5);
 	ASSERT_ERRNO(pp_write_done(p[1], 0), EINVAL);
 	close_pipe(p);
-	mode = NULL;
+	t_run = NULL;
 }
 
 static int epipe(void)
@@ -751,7 +678,7 @@ static int across_fork(void)
 	pid_t pid;
 
 	open_pipe(p, true, 0);
-	pid = peer("across_fork: the writer process");
+	pid = t_fork_peer(1, "across_fork: the writer process");
 	if (!pid) {
 		ASSERT_EQ(pp_close(p[0]), 0);
 		across_fork_writer(p[1]);
@@ -814,10 +741,10 @@ static int across_fork(void)
 	ASSERT_TRUE(grown);
 	if (!shrunk)	/* never 16 slots or fewer in use from 3 MiB on: empty now */
 		ASSERT_EQ(pp_fcntl(p[0], F_SETPIPE_SZ, CAP), CAP);
-	reap_ok(pid, 10);
+	t_reap(pid, 10);
 	t_watchdog(0, NULL);
 	close_pipe(p);
-	mode = NULL;
+	t_run = NULL;
 	return T_EXIT_PASS;
 }
 
@@ -1003,9 +930,9 @@ static void threads_on(bool shared)
 		ASSERT_TRUE(c.got[i] > 0);
 		total += c.got[i];
 	}
-	printf("    %s: %u records, %llu bytes\n", mode, total, c.bytes);
+	printf("    %s: %u records, %llu bytes\n", t_run, total, c.bytes);
 	close_pipe(p);
-	mode = NULL;
+	t_run = NULL;
 }
 
 static int threads(void)
@@ -1026,6 +953,6 @@ int main(void)
 		T_SUBTEST(threads),
 	};
 
-	atexit(at_exit);
+	atexit(t_run_report);
 	return T_RUN_SUBTESTS(tests);
 }
