@@ -617,6 +617,11 @@ static ssize_t read_kernel_run(struct pp_pipe *p, struct pp_iov_iter *it, size_t
 	return r;
 }
 
+/* A large write publishes its pages this many at a time (pipe_write). */
+#ifndef PP_PUBLISH_PAGES
+#define PP_PUBLISH_PAGES	4
+#endif
+
 /*
  * pipe_read: take bytes from the tail until the reader's buffer is full,
  * the pipe is empty (after some bytes), or a packet ends.  Waits only
@@ -625,11 +630,6 @@ static ssize_t read_kernel_run(struct pp_pipe *p, struct pp_iov_iter *it, size_t
  * slots published when it found data (head0) and once it drained the
  * pipe: it never returns more than the pipe held.
  */
-/* A large write publishes its pages this many at a time (pipe_write). */
-#ifndef PP_PUBLISH_PAGES
-#define PP_PUBLISH_PAGES	4
-#endif
-
 ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bool nonblock)
 {
 	struct pp_pipe *p = f->pipe;
