@@ -346,7 +346,7 @@ static bool slot_drain(struct pp_slot *s)
  * fewer only when dead filled up.
  */
 static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
-		      struct pp__dead *dead, bool *drained)
+		      struct pp__dead *dead)
 {
 	unsigned int head = pp__pipe_head(p), tail = p->tail, freed = 0;
 	size_t taken = 0;
@@ -378,7 +378,6 @@ static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
 		    (__atomic_load_n(&s->end, __ATOMIC_RELAXED) & SLOT_MERGE)) {
 			/* Once marked it takes no room (pp__pipe_occupancy). */
 			if (slot_drain(s)) {
-				*drained = true;
 				pp__pipe_wake_writers(p);
 				pp__pipe_trim_tmp_pages(p);
 			} else
@@ -418,13 +417,12 @@ static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
 
 size_t pp__pipe_consume(struct pp_pipe *p, size_t bytes, bool packets, struct pp__dead *dead)
 {
-	return consume(p, bytes, packets, false, dead, NULL);
+	return consume(p, bytes, packets, false, dead);
 }
 
-size_t pp__pipe_consume_keep(struct pp_pipe *p, size_t bytes, struct pp__dead *dead,
-			     bool *drained)
+size_t pp__pipe_consume_keep(struct pp_pipe *p, size_t bytes, struct pp__dead *dead)
 {
-	return consume(p, bytes, true, true, dead, drained);
+	return consume(p, bytes, true, true, dead);
 }
 
 void pp__pipe_release_bufs(struct pp_pipe *p, struct pp_buf *bufs, unsigned int n)
@@ -639,7 +637,6 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 	ssize_t ret = 0;
 	size_t owed = 0;
 	unsigned int head0, idx;
-	bool drained;
 	int err;
 
 	if (total < 0)
@@ -770,7 +767,7 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 		idx++;
 	}
 	if (owed) {
-		size_t taken = pp__pipe_consume_keep(p, owed, &dead, &drained);
+		size_t taken = pp__pipe_consume_keep(p, owed, &dead);
 
 		ret -= (ssize_t)(owed - taken);
 	}

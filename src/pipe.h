@@ -390,12 +390,8 @@ static inline void pp__dead_init(struct pp__dead *dead)
 unsigned int pp__pipe_snapshot(struct pp_pipe *p, struct pp_buf *snap, unsigned int max,
 			       size_t want, bool packets);
 size_t pp__pipe_consume(struct pp_pipe *p, size_t bytes, bool packets, struct pp__dead *dead);
-/*
- * The same, leaving an emptied last slot with room in the ring (SLOT_DRAINED);
- * *drained says it did, which is the pipe found empty.
- */
-size_t pp__pipe_consume_keep(struct pp_pipe *p, size_t bytes, struct pp__dead *dead,
-			     bool *drained);
+/* The same, leaving an emptied last slot with room in the ring (SLOT_DRAINED). */
+size_t pp__pipe_consume_keep(struct pp_pipe *p, size_t bytes, struct pp__dead *dead);
 void pp__pipe_release_dead(struct pp_pipe *p, struct pp__dead *dead);
 void pp__pipe_release_bufs(struct pp_pipe *p, struct pp_buf *bufs, unsigned int n);
 

@@ -901,6 +901,14 @@ struct sh_retired {
 	uint32_t page[SH_SLOTS];
 };
 
+/* Not a designated initializer: that would zero page[] (1 KiB) at every call. */
+static void retired_init(struct sh_retired *r, uint32_t tail, bool spare)
+{
+	r->tail = tail;
+	r->nr = 0;
+	r->spare = spare;
+}
+
 /*
  * The slot at r->tail holds nothing more for us (offset == end): it goes
  * with the batch, unless a writer is appending.  1 taken, 0 not now (look
@@ -938,9 +946,10 @@ static bool retire_now(struct sh_pipe *sp, struct sh_retired *r, int *err)
 static int slot_retire(struct sh_pipe *sp, struct sh_slot *s, uint32_t tail, uint32_t head,
 		       uint32_t e)
 {
-	struct sh_retired r = { .tail = tail, .spare = true };
+	struct sh_retired r;
 	int err = 0;
 
+	retired_init(&r, tail, true);
 	if (!retire_later(&r, s, head, e))
 		return 0;
 	retire_now(sp, &r, &err);
@@ -976,9 +985,7 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	err = side_lock(sp, &c->rd_lock);
 	if (err)
 		return err;
-	gone_slots.nr = 0;
-	gone_slots.spare = true;
-	gone_slots.tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
+	retired_init(&gone_slots, __atomic_load_n(&c->tail, __ATOMIC_RELAXED), true);
 	for (;;) {
 		uint32_t tail = gone_slots.tail;
 		uint32_t head = __atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
@@ -1259,10 +1266,11 @@ void pp__shared_consume(struct pp_file *f, size_t n)
 	struct sh_pipe *sp = e->sp;
 	struct sh_ctrl *c = ctrl(sp);
 	uint32_t head = __atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
-	struct sh_retired gone_slots = { .tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED) };
+	struct sh_retired gone_slots;
 	bool freed;
 	int err = 0;
 
+	retired_init(&gone_slots, __atomic_load_n(&c->tail, __ATOMIC_RELAXED), false);
 	while (n && gone_slots.tail != head && !check_bounds(sp, head, gone_slots.tail)) {
 		struct sh_slot *s = slot(sp, gone_slots.tail);
 		uint32_t se = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
