@@ -126,6 +126,16 @@ static inline void bench_cpu_relax(void)
 #endif
 }
 
+/*
+ * A message buffer on cache lines of its own, so that one thread's buffer
+ * never shares a line with another's (malloc packs small blocks 16 bytes
+ * apart): NULL on failure.
+ */
+static inline void *bench_buf(size_t len)
+{
+	return aligned_alloc(64, (len + 63) & ~(size_t)63);
+}
+
 /* Peak resident set of this process, in KiB (ru_maxrss is KiB on Linux). */
 static inline long bench_peak_rss_kib(void)
 {
