@@ -31,14 +31,30 @@ static void mutex_init(pthread_mutex_t *m)
 
 struct pp__ring *pp__ring_alloc(unsigned int size)
 {
+	size_t bytes = sizeof(struct pp__ring) + (size_t)size * sizeof(struct pp_slot);
 	struct pp__ring *r;
+	void *mem;
 
 	if (pp__fault(PP_FAULT_ALLOC))
 		return NULL;
-	r = calloc(1, sizeof(*r) + (size_t)size * sizeof(r->slot[0]));
-	if (r)
-		r->size = size;
+	/*
+	 * calloc, not aligned_alloc and memset: a huge ring's array stays
+	 * untouched memory until traffic reaches it (test/resize-huge).  The
+	 * slots are cache lines (struct pp_slot), so the ring starts on one.
+	 */
+	mem = calloc(1, bytes + PP_CACHELINE);
+	if (!mem)
+		return NULL;
+	r = (struct pp__ring *)(((uintptr_t)mem + PP_CACHELINE - 1) & ~(uintptr_t)(PP_CACHELINE - 1));
+	r->mem = mem;
+	r->size = size;
 	return r;
+}
+
+void pp__ring_free(struct pp__ring *r)
+{
+	if (r)
+		free(r->mem);
 }
 
 static struct pp_pipe *pipe_alloc(void)
@@ -89,9 +105,9 @@ static void pipe_free(struct pp_pipe *p)
 		struct pp__ring *r = p->retired;
 
 		p->retired = r->retired;
-		free(r);
+		pp__ring_free(r);
 	}
-	free(p->ring);
+	pp__ring_free(p->ring);
 	free(p);
 }
 
