@@ -25,6 +25,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -211,6 +212,102 @@ static inline void bench_pin_thread(enum bench_pin m, int side, int idx, int nw,
 static inline void bench_pin_self(enum bench_pin m, int role)
 {
 	bench_pin_thread(m, role, 0, 1, 1);
+}
+
+/*
+ * Where the pair's two CPUs sit now: the round trip of two spinning flags
+ * between the CPUs split pinning uses, in ns (median of 5 tries of 2000
+ * round trips), or -1 if the probe could not run.  A VM's two vCPUs may
+ * sit on near or far host CPUs and move between them within seconds
+ * (seen here: 100-130 ns near, 450-600 far), and every figure that crosses
+ * between the CPUs moves with them, the kernel's too; so a split table
+ * says where it ran, before its rows and after, and its cells compare
+ * only within one placement.
+ */
+struct bench_probe {
+	_Alignas(64) _Atomic unsigned int ping;
+	_Alignas(64) _Atomic unsigned int pong;
+	unsigned int rounds;
+	double ns;			/* the result, or -1 */
+};
+
+static void *bench_probe_pong(void *arg)
+{
+	struct bench_probe *pr = arg;
+
+	bench_pin_self(BENCH_PIN_SPLIT, 1);
+	for (unsigned int i = 1; i <= pr->rounds; i++) {
+		while (atomic_load_explicit(&pr->ping, memory_order_acquire) < i)
+			bench_cpu_relax();
+		atomic_store_explicit(&pr->pong, i, memory_order_release);
+	}
+	return NULL;
+}
+
+static void *bench_probe_ping(void *arg)
+{
+	struct bench_probe *pr = arg;
+	double t0;
+
+	bench_pin_self(BENCH_PIN_SPLIT, 0);
+	t0 = bench_now();
+	for (unsigned int i = 1; i <= pr->rounds; i++) {
+		atomic_store_explicit(&pr->ping, i, memory_order_release);
+		while (atomic_load_explicit(&pr->pong, memory_order_acquire) != i)
+			bench_cpu_relax();
+	}
+	pr->ns = (bench_now() - t0) * 1e9 / pr->rounds;
+	return NULL;
+}
+
+static inline double bench_placement_ns(void)
+{
+	double v[5];
+
+	for (int k = 0; k < 5; k++) {
+		struct bench_probe *p = aligned_alloc(64, sizeof(*p));
+		pthread_t ping, pong;
+
+		if (!p)
+			return -1;
+		memset(p, 0, sizeof(*p));
+		p->rounds = 2000;
+		p->ns = -1;
+		/* Both from here: a thread made by a pinned one would start pinned there. */
+		if (pthread_create(&pong, NULL, bench_probe_pong, p)) {
+			free(p);
+			return -1;
+		}
+		if (pthread_create(&ping, NULL, bench_probe_ping, p)) {
+			/* Let the pong side run out on its own. */
+			atomic_store_explicit(&p->ping, p->rounds, memory_order_release);
+			pthread_join(pong, NULL);
+			free(p);
+			return -1;
+		}
+		pthread_join(ping, NULL);
+		pthread_join(pong, NULL);
+		v[k] = p->ns;
+		free(p);
+		if (v[k] < 0)
+			return -1;
+	}
+	return bench_median(v, 5);
+}
+
+/* The line under a split table's heading or rows: where the CPUs sat. */
+static inline void bench_placement_say(enum bench_pin pin, const char *when)
+{
+	double ns;
+
+	if (pin != BENCH_PIN_SPLIT)
+		return;
+	ns = bench_placement_ns();
+	if (ns < 0)
+		printf("Placement %s: not measured.\n\n", when);
+	else
+		printf("Placement %s: two spinning flags between the two CPUs, %.0f ns a round trip.\n\n",
+		       when, ns);
 }
 
 static inline double bench_mbps(uint64_t bytes, double secs)
