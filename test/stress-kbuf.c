@@ -146,6 +146,14 @@ static int test_mixed(void)
 
 				ASSERT_EQ(t_read_full(t[0], got, (size_t)n), n);
 				ASSERT_EQ(t_read_full(pr, again, (size_t)n), n);
+				/* Which side is wrong, if one is: the stream's pattern says. */
+				if (t_check(again, (size_t)n, pos, 5) != 0)
+					t_fail_at(__FILE__, __LINE__,
+						  "wrong bytes read from the input after a tee of %zd at %llu",
+						  n, pos);
+				if (t_check(got, (size_t)n, pos, 5) != 0)
+					t_fail_at(__FILE__, __LINE__,
+						  "wrong bytes in the tee'd copy of %zd at %llu", n, pos);
 				ASSERT_MEM_EQ(again, got, (size_t)n);
 			}
 			break;
