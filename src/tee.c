@@ -99,6 +99,14 @@ static ssize_t link_pipe(struct pp_file *in, struct pp_file *out, size_t len, bo
 			pp__pipe_push(op, &obuf);
 			ret += obuf.len;
 			len -= obuf.len;
+			/*
+			 * Part of the slot: tee(2) stopped inside it (the
+			 * output's private pipe had room for fewer kernel
+			 * buffers), and the next slot's bytes do not follow
+			 * these (test/bug-tee-kbuf-partial).
+			 */
+			if (obuf.len < islot->buf.len)
+				break;
 			continue;
 		}
 		if (!pp__buf_get(ip, &islot->buf)) {
