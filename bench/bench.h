@@ -295,14 +295,20 @@ static inline double bench_placement_ns(void)
 	return bench_median(v, 5);
 }
 
-/* The line under a split table's heading or rows: where the CPUs sat. */
-static inline void bench_placement_say(enum bench_pin pin, const char *when)
+/*
+ * The line under a split table's heading (after false) or rows (after
+ * true, which ends the table first): where the CPUs sat.
+ */
+static inline void bench_placement_say(enum bench_pin pin, bool after)
 {
+	const char *when = after ? "after the rows" : "before the rows";
 	double ns;
 
 	if (pin != BENCH_PIN_SPLIT)
 		return;
 	ns = bench_placement_ns();
+	if (after)
+		putchar('\n');
 	if (ns < 0)
 		printf("Placement %s: not measured.\n\n", when);
 	else

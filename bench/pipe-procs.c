@@ -717,7 +717,7 @@ static void heading(const char *title, enum bench_pin pin, const char *unit)
 {
 	printf("\n### %s, %s\n\nMedian of %u run%s of %.2f s; %s.\n\n", title, bench_pin_name(pin),
 	       runs, runs == 1 ? "" : "s", secs, unit);
-	bench_placement_say(pin, "before the rows");
+	bench_placement_say(pin, false);
 }
 
 /* Run each job that exists runs times, interleaved, into cells[]. */
@@ -782,8 +782,7 @@ static void table_msg(enum bench_pin pin, const size_t *sizes, unsigned int nsiz
 		       bench_fmt_cell_ratio(g, sizeof(g), &c[LIMIT], &c[KERN]));
 		fflush(stdout);
 	}
-	putchar('\n');
-	bench_placement_say(pin, "after the rows");
+	bench_placement_say(pin, true);
 }
 
 static void table_zc(enum bench_pin pin)
@@ -824,8 +823,7 @@ static void table_zc(enum bench_pin pin)
 	       bench_fmt_cell_ratio(g, sizeof(g), &c[PP], &c[ZC]),
 	       bench_fmt_cell_ratio(h, sizeof(h), &c[PP], &c[LIMIT]));
 	fflush(stdout);
-	putchar('\n');
-	bench_placement_say(pin, "after the rows");
+	bench_placement_say(pin, true);
 }
 
 static void table_rtt(enum bench_pin pin)
@@ -864,8 +862,7 @@ static void table_rtt(enum bench_pin pin)
 	       bench_fmt_cell_ratio(m, sizeof(m), &c[PP], &c[KERN]),
 	       bench_fmt_cell_ratio(h, sizeof(h), &c[RING], &c[LIMIT]));
 	fflush(stdout);
-	putchar('\n');
-	bench_placement_say(pin, "after the rows");
+	bench_placement_say(pin, true);
 }
 
 static size_t parse_size(const char *s)

@@ -625,7 +625,7 @@ static void heading(const char *title, enum bench_pin pin, const char *unit)
 {
 	printf("\n### %s, %s\n\nMedian of %u run%s of %.2f s; pp = pagepipe; %s.\n\n", title,
 	       bench_pin_name(pin), runs, runs == 1 ? "" : "s", secs, unit);
-	bench_placement_say(pin, "before the rows");
+	bench_placement_say(pin, false);
 }
 
 /*
@@ -688,8 +688,7 @@ static void table_xfer(bool msg, enum bench_pin pin, const size_t *sizes, unsign
 		       fmt_rss(k, sizeof(k), &c[KERN]), fmt_rss(h, sizeof(h), &c[PP]));
 		fflush(stdout);
 	}
-	putchar('\n');
-	bench_placement_say(pin, "after the rows");
+	bench_placement_say(pin, true);
 }
 
 static void table_fan(enum bench_pin pin)
@@ -724,8 +723,7 @@ static void table_fan(enum bench_pin pin)
 			fflush(stdout);
 		}
 	}
-	putchar('\n');
-	bench_placement_say(pin, "after the rows");
+	bench_placement_say(pin, true);
 }
 
 static void table_rtt(enum bench_pin pin)
@@ -760,8 +758,7 @@ static void table_rtt(enum bench_pin pin)
 	       bench_fmt_cell_ratio(f, sizeof(f), &c[PP], &c[LIMIT]),
 	       bench_fmt_cell_ratio(h, sizeof(h), &c[RING], &c[LIMIT]));
 	fflush(stdout);
-	putchar('\n');
-	bench_placement_say(pin, "after the rows");
+	bench_placement_say(pin, true);
 }
 
 static size_t parse_size(const char *s)
