@@ -14,6 +14,8 @@
  */
 #include "internal.h"
 
+#include <sys/mman.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,23 +31,43 @@ static void mutex_init(pthread_mutex_t *m)
 	pthread_mutexattr_destroy(&attr);
 }
 
+/*
+ * Rings from this size up are mapped, not calloc'd: a huge ring's array
+ * must stay untouched memory until traffic reaches it (test/resize-huge),
+ * and calloc leaves it so only where it maps (glibc above 128 KiB), not
+ * under TSan, whose calloc zeroes what it returns: `pagepipe buffer
+ * --size 1T` (a 16 GiB slot array) took 108 s and 16 GiB resident there,
+ * and test/cli-buffer.sh ran past its timeout.
+ */
+#define PP_RING_MAP_MIN		(128u << 10)
+
+static size_t ring_bytes(unsigned int size)
+{
+	return sizeof(struct pp__ring) + (size_t)size * sizeof(struct pp_slot);
+}
+
 struct pp__ring *pp__ring_alloc(unsigned int size)
 {
-	size_t bytes = sizeof(struct pp__ring) + (size_t)size * sizeof(struct pp_slot);
+	size_t bytes = ring_bytes(size);
 	struct pp__ring *r;
 	void *mem;
 
 	if (pp__fault(PP_FAULT_ALLOC))
 		return NULL;
-	/*
-	 * calloc, not aligned_alloc and memset: a huge ring's array stays
-	 * untouched memory until traffic reaches it (test/resize-huge).  The
-	 * slots are cache lines (struct pp_slot), so the ring starts on one.
-	 */
-	mem = calloc(1, bytes + PP_CACHELINE);
-	if (!mem)
-		return NULL;
-	r = (struct pp__ring *)(((uintptr_t)mem + PP_CACHELINE - 1) & ~(uintptr_t)(PP_CACHELINE - 1));
+	if (bytes >= PP_RING_MAP_MIN) {
+		/* Page-aligned, so on a line (struct pp_slot is one). */
+		mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (mem == MAP_FAILED)
+			return NULL;
+		r = mem;
+	} else {
+		/* A line to spare, so that the ring starts on one. */
+		mem = calloc(1, bytes + PP_CACHELINE);
+		if (!mem)
+			return NULL;
+		r = (struct pp__ring *)(((uintptr_t)mem + PP_CACHELINE - 1) &
+					~(uintptr_t)(PP_CACHELINE - 1));
+	}
 	r->mem = mem;
 	r->size = size;
 	return r;
@@ -53,7 +75,14 @@ struct pp__ring *pp__ring_alloc(unsigned int size)
 
 void pp__ring_free(struct pp__ring *r)
 {
-	if (r)
+	size_t bytes;
+
+	if (!r)
+		return;
+	bytes = ring_bytes(r->size);
+	if (bytes >= PP_RING_MAP_MIN)
+		munmap(r->mem, bytes);
+	else
 		free(r->mem);
 }
 

@@ -114,7 +114,7 @@ _Static_assert(sizeof(struct pp_slot) == PP_CACHELINE, "a slot is one cache line
  */
 struct pp__ring {
 	struct pp__ring *retired;	/* next on the pipe's list (under both side locks) */
-	void *mem;			/* what calloc gave: the ring sits at the next line */
+	void *mem;			/* what calloc or mmap gave (pp__ring_free) */
 	unsigned int size;
 	struct pp_slot slot[];
 };
