@@ -118,6 +118,7 @@ struct sh_event {
 	int fd;				/* the eventfd; -1 until asked for.  Atomic: the hot path looks */
 	int inherited;			/* after fork(): the parent's, until this process asks */
 	uint32_t set;			/* private futex word: 1 while fd is readable */
+	uint32_t started;		/* private futex word: the watcher is in its loop */
 	bool running, stop;		/* the watcher; under reg_lock, stop atomic */
 	pthread_t thread;
 	pthread_mutex_t lock;		/* orders set and clear with the eventfd's counter */
@@ -1764,6 +1765,9 @@ static void *event_watch(void *arg)
 	uint32_t *sleepers = ev->side ? &c->wr_sleepers : &c->rd_sleepers;
 	const struct timespec ts = { 0, SH_SLEEP_NS };
 
+	/* Whatever thread start-up does is done: pp__shared_event_fd may return. */
+	__atomic_store_n(&ev->started, 1, __ATOMIC_RELEASE);
+	futex(&ev->started, FUTEX_WAKE_PRIVATE, 1, NULL);
 	while (!__atomic_load_n(&ev->stop, __ATOMIC_ACQUIRE)) {
 		uint32_t seq;
 
@@ -1852,11 +1856,25 @@ int pp__shared_event_fd(struct pp_file *f)
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
 		__atomic_store_n(&ev->stop, false, __ATOMIC_RELAXED);
+		__atomic_store_n(&ev->started, 0, __ATOMIC_RELAXED);
 		err = -pthread_create(&ev->thread, NULL, event_watch, ev);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		if (err)
 			goto out;
 		ev->running = true;
+		/*
+		 * Return only once the watcher runs its loop, which takes no
+		 * lock of ours until it has said so.  A fork() while a thread
+		 * is still starting is safe in glibc, but not in every
+		 * runtime: GCC 12's ASan allocator keeps no fork handler, so
+		 * a child forked while our new thread was in its start-up
+		 * calloc inherited that size class's lock held, and its own
+		 * watcher hung on it for good (test/shared-events
+		 * fork_after_event_fd, and child_event_fd failing 2 in 60
+		 * runs under load in an ASan build).
+		 */
+		while (!__atomic_load_n(&ev->started, __ATOMIC_ACQUIRE))
+			futex(&ev->started, FUTEX_WAIT_PRIVATE, 0, NULL);
 	}
 	/* Readable on return when the end is ready now, as a kernel pipe's descriptor is. */
 	if (ev_ready(ev) || peer_side_gone(e))

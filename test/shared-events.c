@@ -54,9 +54,14 @@
  *  - stress_no_lost_wakeup: a peer writes 20000 records of 1 to 64 bytes
  *    (2000 under valgrind) with random tiny pauses, the test process loops
  *    on epoll_wait (5 s) and reads until EAGAIN: every byte in order, then
- *    EOF, and no epoll_wait ever times out (a lost wake-up).
+ *    EOF, and no epoll_wait ever times out (a lost wake-up);
+ *  - fork_after_event_fd: 100 times (25 under valgrind), the parent asks for an event fd and
+ *    forks at once; the child asks for its own, writes a byte, and its
+ *    descriptor is readable within 2 s (a child forked while the parent's
+ *    watcher was still starting hung there under ASan: its allocator's
+ *    lock, taken by that start-up, stayed held in the child).
  * A hang fails (t_watchdog, 10 s a step, in every process).  Under TSan
- * the pagepipe half of the three sub-tests whose child starts a watcher
+ * the pagepipe half of the four sub-tests whose child starts a watcher
  * thread of its own skips: TSan refuses a thread started after a fork()
  * of a process that has threads.
  * SHARED_EVENTS_VERBOSE=1 prints the event counts of edge_triggered and
@@ -938,6 +943,44 @@ static int pp_poll_mixed(void) { return diff(run_mixed); }
 
 /* ---------------------------------------------------------------------- */
 
+/* A fork and a thread under valgrind cost tens of milliseconds. */
+static int fork_rounds(void)
+{
+	return t_under_valgrind() ? 25 : 100;
+}
+
+/*
+ * fork() the moment the parent's event fd call returns: its watcher thread
+ * must not be starting still, or a runtime whose allocator is not locked
+ * across fork() (GCC's ASan) can leave the child a lock that no thread of
+ * its own will ever let go.  The child starts a watcher of its own, writes
+ * a byte, and its descriptor must become readable.
+ */
+static void run_fork_after(bool shared)
+{
+	for (int round = 0, rounds = fork_rounds(); round < rounds; round++) {
+		struct xp x;
+		pid_t pid;
+
+		xopen(&x, shared, O_NONBLOCK);
+		(void)xwatch(&x, 0);
+		if (!(pid = t_fork_peer(1, "a child that watches the read end at once"))) {
+			int w = xwatch(&x, 0);
+
+			ASSERT_EQ(xwrite(&x, "f", 1), 1);
+			ASSERT_EQ(READY(&x, w, 0, 2000), true);
+			ASSERT_EQ(xread(&x, buf, sizeof(buf)), 1);
+			peer_exit(&x, -1);
+		}
+		t_reap(pid, 10);
+		xclose_all(&x);
+	}
+}
+
+static int fork_after_event_fd(void) { return diff_run(run_fork_after, true); }
+
+/* ---------------------------------------------------------------------- */
+
 static unsigned int rng_next(unsigned int *s)
 {
 	*s = *s * 1103515245u + 12345u;
@@ -1044,6 +1087,7 @@ int main(void)
 		T_SUBTEST(second_reader_process),
 		T_SUBTEST(pp_poll_mixed),
 		T_SUBTEST(stress_no_lost_wakeup),
+		T_SUBTEST(fork_after_event_fd),
 	};
 
 	atexit(t_run_report);
