@@ -215,7 +215,7 @@ int t_run_subtests(const struct t_subtest *tests, size_t n)
 			return T_EXIT_FAIL;
 		}
 		if (pid == 0) {
-			alarm(T_SUBTEST_TIMEOUT);
+			alarm(t_under_valgrind() ? 4 * T_SUBTEST_TIMEOUT : T_SUBTEST_TIMEOUT);
 			rc = tests[i].fn();
 			fflush(stdout);
 			exit(rc);

@@ -184,8 +184,10 @@ long long t_now_ms(void);
  * Sub-tests.  t_run_subtests() runs each in its own child process, so that
  * one failure does not hide the next and signal handlers, descriptors and
  * SIGPIPE dispositions do not leak between them; a child still running
- * after T_SUBTEST_TIMEOUT seconds is killed and counts as a failure (a
- * hang detector, never a pass/fail timing).  Prints one line per sub-test
+ * after T_SUBTEST_TIMEOUT seconds (four times that under valgrind, where
+ * kres-mix's sub-tests take 14 s each on a quiet machine and ran past 30 s
+ * on a loaded one) is killed and counts as a failure (a hang detector,
+ * never a pass/fail timing).  Prints one line per sub-test
  * and returns main's exit code: FAIL if any failed, SKIP if all skipped,
  * else PASS.  T_SUBTEST=name in the environment runs only that one.
  */
