@@ -55,11 +55,12 @@
  *    (2000 under valgrind) with random tiny pauses, the test process loops
  *    on epoll_wait (5 s) and reads until EAGAIN: every byte in order, then
  *    EOF, and no epoll_wait ever times out (a lost wake-up);
- *  - fork_after_event_fd: 100 times (25 under valgrind), the parent asks for an event fd and
- *    forks at once; the child asks for its own, writes a byte, and its
- *    descriptor is readable within 2 s (a child forked while the parent's
- *    watcher was still starting hung there under ASan: its allocator's
- *    lock, taken by that start-up, stayed held in the child).
+ *  - fork_after_event_fd: 100 times (25 under valgrind), the parent asks
+ *    for an event fd and forks at once; the child asks for its own, writes
+ *    a byte, and its descriptor is readable within 2 s (a child forked
+ *    while the parent's watcher was still starting hung there under ASan:
+ *    its allocator's lock, taken by that start-up, stayed held in the
+ *    child).
  * A hang fails (t_watchdog, 10 s a step, in every process).  Under TSan
  * the pagepipe half of the four sub-tests whose child starts a watcher
  * thread of its own skips: TSan refuses a thread started after a fork()
@@ -194,12 +195,13 @@ static int epoll_n(int ep, int timeout)
 /* ---------------------------------------------------------------------- */
 /* Processes: a control channel (peers: helpers.h, t_fork_peer and its kin). */
 
-/* A peer's end: close what it holds besides the pipe, and _exit (no atexit). */
+/* A peer's end: close what it holds besides the pipe (ctl -1: none), and _exit (no atexit). */
 static void peer_exit(struct xp *x, int ctl)
 {
 	if (x)
 		xclose_all(x);
-	close(ctl);
+	if (ctl >= 0)
+		close(ctl);
 	_exit(0);
 }
 
