@@ -21,11 +21,10 @@
  * output's kernel buffers, or -errno; when tee(2) cannot serve, the
  * input's are read into pages instead (a change of type, not of bytes).
  */
-static ssize_t tee_kernel_bufs(struct pp_pipe *ip, struct pp_pipe *op, size_t len,
-			       struct pp__kpipe **okp)
+static ssize_t tee_kernel_bufs(struct pp_pipe *ip, unsigned int head, struct pp_pipe *op,
+			       size_t len, struct pp__kpipe **okp)
 {
 	unsigned int room = pp__pipe_max_usage(op) - pp__pipe_occupancy(op), n = 0;
-	unsigned int head = pp__pipe_head(ip);
 	struct pp__kpipe *ikp = NULL;
 	size_t kbytes = 0;
 	ssize_t r;
@@ -56,14 +55,27 @@ static ssize_t tee_kernel_bufs(struct pp_pipe *ip, struct pp_pipe *op, size_t le
 	return r;
 }
 
-/* With the input's consumer lock and the output's producer lock held. */
+/*
+ * With the input's consumer lock and the output's producer lock held.
+ *
+ * The walk stops at the head it loaded first.  A producer may still append
+ * to the last slot it found (head - 1) while we copy it, and may publish
+ * more slots after that; a walk that went on to those would skip what was
+ * appended to the one before (the copy of it is fixed at the length seen)
+ * and give the output bytes out of order.  Slots before the last cannot
+ * grow: the producer appends only to head - 1, before it publishes more,
+ * so the acquire load of head showed their final length.  The kernel's
+ * tee holds pipe->mutex against the writer instead; a later call takes the
+ * rest, as after any partial tee.
+ */
 static ssize_t link_pipe(struct pp_file *in, struct pp_file *out, size_t len, bool *eof)
 {
 	struct pp_pipe *ip = in->pipe, *op = out->pipe;
 	struct pp__kpipe *okp = NULL;
+	unsigned int head = pp__pipe_head(ip);
 	ssize_t ret = 0, kbudget;
 
-	kbudget = tee_kernel_bufs(ip, op, len, &okp);
+	kbudget = tee_kernel_bufs(ip, head, op, len, &okp);
 	if (kbudget < 0)
 		return kbudget;
 	for (unsigned int i_tail = ip->tail; len; i_tail++) {
@@ -75,7 +87,7 @@ static ssize_t link_pipe(struct pp_file *in, struct pp_file *out, size_t len, bo
 				ret = pp__pipe_epipe(out);
 			break;
 		}
-		if (i_tail == pp__pipe_head(ip)) {
+		if (i_tail == head) {
 			*eof = !pp__pipe_writers(ip) && ip->tail == pp__pipe_head(ip);
 			break;
 		}
