@@ -622,10 +622,16 @@ static size_t handoff_give(struct pp_pipe *p, unsigned int flags, struct pp_iov_
 		__atomic_store_n(&p->ho_state, PP_HO_OFFERED, __ATOMIC_RELEASE);
 		return 0;
 	}
-	p->ho_got = pp__iter_copy_iter(p->ho_it, it, n);
+	/*
+	 * The count is returned from n, not read back: once DONE is stored the
+	 * reader may take it and offer again, and another writer's fill of
+	 * that offer would rewrite ho_got.
+	 */
+	n = pp__iter_copy_iter(p->ho_it, it, n);
+	p->ho_got = n;
 	__atomic_store_n(&p->ho_state, PP_HO_DONE, __ATOMIC_RELEASE);
 	pp__pipe_wake_readers(p);
-	return p->ho_got;
+	return n;
 }
 
 /*
