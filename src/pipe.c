@@ -672,6 +672,58 @@ static ssize_t read_kernel_run(struct pp_pipe *p, struct pp_iov_iter *it, size_t
 #endif
 
 /*
+ * The quick read: a request that the slot at tail more than covers, in a
+ * page written by pp_write.  It keeps its own view of that slot (rd_page,
+ * rd_at, rd_end on rd_mutex's line) and stores nothing to the slot, and
+ * while the bytes it has seen cover the request it does not even load the
+ * slot: that line is the one a writer extends (slot_extend) at every small
+ * write, so each look at it is a miss between two CPUs, and each store to
+ * it (the offset and len a read used to store) two (docs/design.md: the
+ * quick read).  The slot keeps at least one byte, so it is neither drained
+ * nor retired: nothing here wakes a writer or changes what a glance
+ * counts.  With rd_mutex held; false: settle and take the ordinary path.
+ */
+static bool read_in_tail(struct pp_pipe *p, struct pp_iov_iter *it, size_t total)
+{
+	if (!pp__iter_fits(it, total))
+		return false;
+	/*
+	 * Bytes below rd_end were shown by an acquire load of end, and stay
+	 * as they are: a producer writes only past end, and rewrites the page
+	 * only once we drained the slot, which we do not while we read it so.
+	 */
+	if (p->rd_end - p->rd_at <= total || !p->rd_page) {
+		struct pp_slot *s = pp__pipe_slot(p, p->tail);
+		unsigned int end;
+
+		/* Acquire: the slot is filled. */
+		if (!p->rd_page && p->tail == pp__pipe_head(p))
+			return false;
+		/*
+		 * Acquire: the bytes below end.  Merging and not drained: a
+		 * page of pp_write's whose end only grows, and whose offset is
+		 * ours (a drained slot's is the producer's: slot_reopen).
+		 */
+		end = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
+		if ((end & (SLOT_MERGE | SLOT_DRAINED)) != SLOT_MERGE)
+			return false;
+		if (!p->rd_page) {
+			if (s->buf.ops != &pp_anon_buf_ops)
+				return false;
+			p->rd_page = s->buf.page;
+			p->rd_at = s->buf.offset;
+		}
+		p->rd_end = end & SLOT_END_MASK;
+		if (p->rd_end - p->rd_at <= total)
+			return false;
+	}
+	memcpy((char *)it->iov->iov_base + it->off, p->rd_page + p->rd_at, total);
+	it->off += total;
+	p->rd_at += (unsigned int)total;
+	return true;
+}
+
+/*
  * pipe_read: take bytes from the tail until the reader's buffer is full,
  * the pipe is empty (after some bytes), or a packet ends.  Waits only
  * with no lock held, and only before the first byte.  Writers are not
@@ -697,10 +749,15 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 	if (total == 0)
 		return 0;
 
-	pp__dead_init(&dead);
-	err = pp__pipe_lock_consumer(p, nonblock);
+	err = pp__pipe_lock_reader(p, nonblock);
 	if (err)
 		return err;
+	if (read_in_tail(p, &it, (size_t)total)) {
+		pp__pipe_unlock_consumer(p);
+		return total;
+	}
+	pp__pipe_settle_read(p);
+	pp__dead_init(&dead);
 	head0 = pp__pipe_head(p);
 	/*
 	 * Slots are copied from idx on and given back together once the read

@@ -170,6 +170,16 @@ struct pp_pipe {
 	struct pp__loan *loan;		/* the read loan in progress (zerocopy.c), under rd_mutex */
 	bool loan_active;		/* atomic: a loan holds rd_mutex */
 	pthread_t loan_owner;		/* atomic: the thread that holds it, while loan_active */
+	/*
+	 * The quick read's view of the slot at tail (pipe.c: read_in_tail),
+	 * under rd_mutex: its page, how far it has been read (rd_at, not yet
+	 * stored to the slot's offset) and how far it was seen filled
+	 * (rd_end).  Every consumer but the quick read settles it as it takes
+	 * the lock (pp__pipe_settle_read), so only the quick read ever finds
+	 * the slot's offset behind.  rd_page NULL: no view.
+	 */
+	const char *rd_page;
+	unsigned int rd_at, rd_end;
 	struct pp__lease *lease;	/* the write lease in progress (zerocopy.c), under wr_mutex */
 
 	_Alignas(PP_CACHELINE) unsigned int tail;	/* free running; release store by the consumer */
@@ -337,6 +347,24 @@ static inline void pp__slot_sync(struct pp_slot *s)
 bool pp__slot_seal(struct pp_slot *s);
 
 /*
+ * Consumer, rd_mutex just taken: store what quick reads took off the tail
+ * slot to its offset, so its offset and len are what was really read.  The
+ * slot is still at tail (only consumers move tail, and each settles first)
+ * and still holds bytes past them (read_in_tail leaves at least one), so
+ * it was neither drained nor retired meanwhile.
+ */
+static inline void pp__pipe_settle_read(struct pp_pipe *p)
+{
+	if (p->rd_page) {
+		struct pp_slot *s = pp__pipe_slot(p, p->tail);
+
+		s->buf.offset = p->rd_at;
+		p->rd_page = NULL;
+		pp__slot_sync(s);
+	}
+}
+
+/*
  * Producer side (wr_mutex held, free slots counted): fill a slot at or past
  * head whole, merge word included; slots filled are published together,
  * in order, by pp__pipe_publish (pp__pipe_push: one slot, at once).
@@ -407,6 +435,7 @@ void pp__pipe_release_bufs(struct pp_pipe *p, struct pp_buf *bufs, unsigned int 
 
 /* wait.c: side locks, wait queues, wake-ups. */
 int  pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock);
+int  pp__pipe_lock_reader(struct pp_pipe *p, bool nonblock);
 /*
  * For FIONREAD and resize, which the holder of a read loan may call between
  * pp_read_lend() and pp_read_done(): false if this thread holds it already.

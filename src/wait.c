@@ -158,7 +158,7 @@ static inline void note_cpu(int *where)
  * it holds the lock until its owner says pp_read_done(), maybe never, so a
  * non-blocking caller gets EAGAIN.
  */
-int pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock)
+int pp__pipe_lock_reader(struct pp_pipe *p, bool nonblock)
 {
 	if (nonblock) {
 		while (!side_trylock(&p->rd_mutex)) {
@@ -171,6 +171,16 @@ int pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock)
 	}
 	note_cpu(&p->rd_cpu);
 	return 0;
+}
+
+/* Every consumer but pp__pipe_read's quick path: the tail slot as read. */
+int pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock)
+{
+	int err = pp__pipe_lock_reader(p, nonblock);
+
+	if (!err)
+		pp__pipe_settle_read(p);
+	return err;
 }
 
 /*

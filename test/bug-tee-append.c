@@ -83,6 +83,10 @@ static int test_tee_while_appending(void)
 	ASSERT_TRUE(teed && got);
 	if (t_under_valgrind())
 		bytes = 16ull << 20;	/* about 50 times slower there */
+	else if (T_TSAN)
+		bytes = 24ull << 20;	/* 512 MiB ran past the 30 s limit */
+	else if (T_ASAN)
+		bytes = 128ull << 20;
 	t_pipe2(in, 0);
 	t_pipe2(side, 0);
 	ASSERT_EQ(pthread_create(&w, NULL, writer, in[1]), 0);
