@@ -90,6 +90,7 @@ static struct pp_pipe *pipe_alloc(void)
 {
 	struct pp_pipe *p;
 
+	pp__wait_init();
 	if (pp__fault(PP_FAULT_ALLOC))
 		return NULL;
 	/* Cache-line aligned: see the layout of struct pp_pipe. */

@@ -433,7 +433,8 @@ size_t pp__pipe_consume_keep(struct pp_pipe *p, size_t bytes, struct pp__dead *d
 void pp__pipe_release_dead(struct pp_pipe *p, struct pp__dead *dead);
 void pp__pipe_release_bufs(struct pp_pipe *p, struct pp_buf *bufs, unsigned int n);
 
-/* wait.c: side locks, wait queues, wake-ups. */
+/* wait.c: side locks, wait queues, wake-ups.  wait_init: before the first pipe. */
+void pp__wait_init(void);
 int  pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock);
 int  pp__pipe_lock_reader(struct pp_pipe *p, bool nonblock);
 /*

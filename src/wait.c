@@ -35,13 +35,38 @@
  * test/model-wake, which tries every interleaving of both orders).  `woken`
  * keeps a writer on a busy pipe from making a futex call per write while
  * the reader it already woke waits for a CPU.
+ *
+ * Asymmetric: where membarrier(2) serves (pp__wait_init registers the
+ * process for MEMBARRIER_CMD_PRIVATE_EXPEDITED), the waker's read of
+ * sleepers is a plain load and the sleeper pays instead, with one
+ * membarrier between its increment and its re-check.  A waker's locked
+ * instruction after its store waited for that store to reach the other CPU
+ * (the line the reader reads, or the page bytes before it), at every write
+ * and every read; a sleeper is about to make a futex call anyway.  The
+ * membarrier runs a full barrier on every CPU that runs a thread of ours
+ * (one that runs none has passed through the scheduler's) at some point
+ * during the call.  Take a waker whose load missed the increment.  If that
+ * barrier came after the load on the waker's CPU, it came after the
+ * waker's store too (program order; the barrier drains the store buffer),
+ * so the store is visible before the membarrier returns and the re-check
+ * after it sees it.  If it came before the load, the increment, a locked
+ * instruction done before the membarrier began, was visible before that
+ * barrier, and the load after it could not have missed it.  Either the
+ * waker sees the sleeper, or the sleeper sees the store: the guarantee the
+ * two read-modify-writes gave, and the rest of the argument above stands.
+ * (Folly's asymmetric fences and liburcu's use the same argument.)  Where
+ * membarrier is refused (old kernels, seccomp, valgrind), both sides keep
+ * the read-modify-write.
  */
 #include "internal.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -245,6 +270,44 @@ bool pp__pipe_nonblock(const struct pp_file *f, unsigned int splice_flags)
 
 /* ---------------------------------------------------------------------- */
 
+/* 1: wakers load sleepers plainly and sleepers membarrier; else both use RMWs. */
+static int asym_wake;
+static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
+
+static void asym_init(void)
+{
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
+		__atomic_store_n(&asym_wake, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Before the process's first pipe: whoever gets a pipe end got it after
+ * this, by whatever passed the pointer, so every waker and sleeper of it
+ * reads the same asym_wake.
+ */
+void pp__wait_init(void)
+{
+	pthread_once(&asym_once, asym_init);
+}
+
+static inline bool asym_on(void)
+{
+	return __atomic_load_n(&asym_wake, __ATOMIC_RELAXED) == 1;
+}
+
+/* The sleeper's barrier on every CPU that runs a thread of ours: 0, or -1. */
+static int asym_barrier(void)
+{
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+		return 0;
+	/* A child of fork() on a kernel that does not carry the registration over. */
+	if (errno == EPERM &&
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 &&
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+		return 0;
+	return -1;
+}
+
 static void futex_wake_all(unsigned int *wq)
 {
 	__atomic_fetch_add(wq, 1, __ATOMIC_SEQ_CST);
@@ -253,14 +316,26 @@ static void futex_wake_all(unsigned int *wq)
 
 static void wake(unsigned int *wq, unsigned int *sleepers, bool *woken)
 {
-	/*
-	 * A read-modify-write, not a plain load: it is ordered with every
-	 * sleeper's increment (see above), and it releases the caller's store
-	 * of head, tail or an end count to any sleeper that increments after
-	 * it.  (A fence would do the first; TSan cannot see fences.)
-	 */
-	if (__atomic_fetch_add(sleepers, 0, __ATOMIC_SEQ_CST) &&
-	    !__atomic_exchange_n(woken, true, __ATOMIC_SEQ_CST))
+	unsigned int n;
+
+	if (likely(asym_on())) {
+		/*
+		 * A plain load, after the caller's store of head, tail or an
+		 * end count in the compiler's order too; the sleeper's
+		 * membarrier orders it with the hardware's (see above).
+		 */
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		n = __atomic_load_n(sleepers, __ATOMIC_RELAXED);
+	} else {
+		/*
+		 * A read-modify-write, not a plain load: it is ordered with
+		 * every sleeper's increment (see above), and it releases the
+		 * caller's store to any sleeper that increments after it.  (A
+		 * fence would do the first; TSan cannot see fences.)
+		 */
+		n = __atomic_fetch_add(sleepers, 0, __ATOMIC_SEQ_CST);
+	}
+	if (n && !__atomic_exchange_n(woken, true, __ATOMIC_SEQ_CST))
 		futex_wake_all(wq);
 }
 
@@ -439,9 +514,19 @@ static bool wait_briefly(struct pp_pipe *p, bool (*ready)(struct pp_pipe *), con
 static void sleep_on(struct pp_pipe *p, bool (*ready)(struct pp_pipe *), unsigned int *wq,
 		     unsigned int *sleepers, bool *woken)
 {
+	static const struct timespec bounded = { .tv_nsec = 1000000 };
+	const struct timespec *timeout = NULL;
 	unsigned int seq;
 
 	__atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
+	/*
+	 * A waker that loaded sleepers plainly before our increment: its
+	 * store is visible once this returns (see above).  Registered, it
+	 * does not fail; if it did, a sleep bounded to a millisecond would
+	 * be the worst a missed wake-up could cost.
+	 */
+	if (asym_on() && asym_barrier())
+		timeout = &bounded;
 	PP__SLEEP_STEP();
 	/* Before the exchange: any wake-up that reads its `false` bumps wq after this. */
 	seq = __atomic_load_n(wq, __ATOMIC_SEQ_CST);
@@ -451,7 +536,7 @@ static void sleep_on(struct pp_pipe *p, bool (*ready)(struct pp_pipe *), unsigne
 	PP__SLEEP_STEP();
 	if (!ready(p))
 		/* EAGAIN: woken since we read seq; EINTR: look again anyway. */
-		syscall(SYS_futex, wq, FUTEX_WAIT_PRIVATE, seq, NULL, NULL, 0);
+		syscall(SYS_futex, wq, FUTEX_WAIT_PRIVATE, seq, timeout, NULL, 0);
 	__atomic_fetch_sub(sleepers, 1, __ATOMIC_SEQ_CST);
 }
 
