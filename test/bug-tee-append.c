@@ -81,8 +81,15 @@ static int test_tee_while_appending(void)
 	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
 
 	ASSERT_TRUE(teed && got);
-	if (t_under_valgrind())
-		bytes = 16ull << 20;	/* about 50 times slower there */
+	bool valgrind = t_under_valgrind();
+
+	/*
+	 * Valgrind runs one thread at a time, a spinning one for a whole
+	 * time slice: no hog there, and a stream small enough to check
+	 * memory on, not to race.
+	 */
+	if (valgrind)
+		bytes = 4ull << 20;
 	else if (T_TSAN)
 		bytes = 24ull << 20;	/* 512 MiB ran past the 30 s limit */
 	else if (T_ASAN)
@@ -90,8 +97,9 @@ static int test_tee_while_appending(void)
 	t_pipe2(in, 0);
 	t_pipe2(side, 0);
 	ASSERT_EQ(pthread_create(&w, NULL, writer, in[1]), 0);
-	ASSERT_EQ(pthread_create(&h, NULL, hog, NULL), 0);
-	if (ncpu >= 2) {
+	if (!valgrind)
+		ASSERT_EQ(pthread_create(&h, NULL, hog, NULL), 0);
+	if (ncpu >= 2 && !valgrind) {
 		pin(pthread_self(), 0);
 		pin(h, 0);
 		pin(w, 1);
@@ -115,7 +123,8 @@ static int test_tee_while_appending(void)
 	}
 	atomic_store(&done, true);
 	ASSERT_EQ(pthread_join(w, NULL), 0);
-	ASSERT_EQ(pthread_join(h, NULL), 0);
+	if (!valgrind)
+		ASSERT_EQ(pthread_join(h, NULL), 0);
 	ASSERT_EQ(t_fionread(in[0]), 0);
 	pp_close(in[0]);
 	pp_close(in[1]);
