@@ -55,7 +55,7 @@
  * waker sees the sleeper, or the sleeper sees the store: the guarantee the
  * two read-modify-writes gave, and the rest of the argument above stands.
  * (Folly's asymmetric fences and liburcu's use the same argument.)  Where
- * membarrier is refused (old kernels, seccomp, valgrind), both sides keep
+ * membarrier is refused (old kernels, seccomp), both sides keep
  * the read-modify-write.
  */
 #include "internal.h"
