@@ -686,34 +686,39 @@ static ssize_t read_kernel_run(struct pp_pipe *p, struct pp_iov_iter *it, size_t
  */
 static bool read_in_tail(struct pp_pipe *p, struct pp_iov_iter *it, size_t total)
 {
+	struct pp_slot *s = pp__pipe_slot(p, p->tail);
+	unsigned int end;
+
 	if (!pp__iter_fits(it, total))
 		return false;
-	/*
-	 * Bytes below rd_end were shown by an acquire load of end, and stay
-	 * as they are: a producer writes only past end, and rewrites the page
-	 * only once we drained the slot, which we do not while we read it so.
-	 */
-	if (p->rd_end - p->rd_at <= total || !p->rd_page) {
-		struct pp_slot *s = pp__pipe_slot(p, p->tail);
-		unsigned int end;
-
+	if (!p->rd_page) {
 		/* Acquire: the slot is filled. */
-		if (!p->rd_page && p->tail == pp__pipe_head(p))
+		if (p->tail == pp__pipe_head(p))
 			return false;
 		/*
 		 * Acquire: the bytes below end.  Merging and not drained: a
 		 * page of pp_write's whose end only grows, and whose offset is
-		 * ours (a drained slot's is the producer's: slot_reopen).
+		 * ours (a drained slot's is the producer's: slot_reopen).  A
+		 * view is taken only when it serves this read, so a read that
+		 * takes the whole slot leaves nothing to settle.
 		 */
 		end = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
-		if ((end & (SLOT_MERGE | SLOT_DRAINED)) != SLOT_MERGE)
+		if ((end & (SLOT_MERGE | SLOT_DRAINED)) != SLOT_MERGE ||
+		    s->buf.ops != &pp_anon_buf_ops ||
+		    (end & SLOT_END_MASK) - s->buf.offset <= total)
 			return false;
-		if (!p->rd_page) {
-			if (s->buf.ops != &pp_anon_buf_ops)
-				return false;
-			p->rd_page = s->buf.page;
-			p->rd_at = s->buf.offset;
-		}
+		p->rd_page = s->buf.page;
+		p->rd_at = s->buf.offset;
+		p->rd_end = end & SLOT_END_MASK;
+	} else if (p->rd_end - p->rd_at <= total) {
+		/*
+		 * Bytes below rd_end were shown by an acquire load of end and
+		 * stay as they are: a producer writes only past end, and
+		 * rewrites the page only once we drained the slot, which we do
+		 * not while we hold a view.  Look again only when they do not
+		 * cover the request.
+		 */
+		end = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
 		p->rd_end = end & SLOT_END_MASK;
 		if (p->rd_end - p->rd_at <= total)
 			return false;
