@@ -11,7 +11,6 @@
  * same bytes out of the input and checks them too.
  */
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 
 #include "helpers.h"
@@ -62,15 +61,6 @@ static void *hog(void *arg)
 	return NULL;
 }
 
-static void pin(pthread_t t, int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	(void)pthread_setaffinity_np(t, sizeof(set), &set);	/* a hint: fine if refused */
-}
-
 static int test_tee_while_appending(void)
 {
 	struct pp_file *in[2], *side[2];
@@ -100,9 +90,10 @@ static int test_tee_while_appending(void)
 	if (!valgrind)
 		ASSERT_EQ(pthread_create(&h, NULL, hog, NULL), 0);
 	if (ncpu >= 2 && !valgrind) {
-		pin(pthread_self(), 0);
-		pin(h, 0);
-		pin(w, 1);
+		/* Hints: the race only gets likelier with them. */
+		(void)t_pin(pthread_self(), 0);
+		(void)t_pin(h, 0);
+		(void)t_pin(w, 1);
 	}
 	while (pos < bytes) {
 		ssize_t n, k;

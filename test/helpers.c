@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 #include <stdarg.h>
 #include <sys/socket.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
@@ -194,6 +195,15 @@ long long t_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int t_pin(pthread_t t, int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return pthread_setaffinity_np(t, sizeof(set), &set);
 }
 
 int t_run_subtests(const struct t_subtest *tests, size_t n)

@@ -178,6 +178,8 @@ int    t_tmpfile(const char *dir, size_t len, unsigned int seed, char path[64]);
 int    t_tcp_pair(int fds[2]);
 /* Milliseconds since some fixed point. */
 long long t_now_ms(void);
+/* Run thread t on CPU cpu only: 0, or an errno (a hint to most callers). */
+int    t_pin(pthread_t t, int cpu);
 
 
 /*

@@ -307,15 +307,6 @@ struct stream {
 	unsigned long long got;
 };
 
-static int pin(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
 static int pick_cpu(void)
 {
 	cpu_set_t set;
@@ -353,7 +344,7 @@ static void *stream_writer(void *arg)
 	unsigned long long pos = 0;
 
 	ASSERT_TRUE(buf);
-	ASSERT_EQ(pin(s->cpu), 0);
+	ASSERT_EQ(t_pin(pthread_self(), s->cpu), 0);
 	while (pos < STREAM) {
 		size_t n = random_size(&seed);
 
@@ -382,7 +373,7 @@ static int one_cpu_stream(void)
 	pthread_t th;
 
 	s.cpu = pick_cpu();
-	if (s.cpu < 0 || pin(s.cpu))
+	if (s.cpu < 0 || t_pin(pthread_self(), s.cpu))
 		return t_skip("cannot pin threads to one CPU");
 	ASSERT_TRUE(buf);
 	t_pipe2(s.e, 0);
@@ -423,7 +414,7 @@ static void *rec_writer(void *arg)
 	struct rec_job *j = arg;
 	unsigned char rec[PIPE_BUF];
 
-	ASSERT_EQ(pin(j->cpu), 0);
+	ASSERT_EQ(t_pin(pthread_self(), j->cpu), 0);
 	for (unsigned int seq = 0; seq < RECORDS; seq++) {
 		t_fill(rec, sizeof(rec), seq, (unsigned int)j->id);
 		memcpy(rec, &j->id, sizeof(j->id));
@@ -438,7 +429,7 @@ static void *rec_reader(void *arg)
 	struct rec_job *j = arg;
 	unsigned char rec[PIPE_BUF], want[PIPE_BUF];
 
-	ASSERT_EQ(pin(j->cpu), 0);
+	ASSERT_EQ(t_pin(pthread_self(), j->cpu), 0);
 	for (;;) {
 		ssize_t n = pp_read(j->f, rec, sizeof(rec));
 		int id;
@@ -467,7 +458,7 @@ static int one_cpu_records(void)
 	struct pp_file *e[2];
 	int cpu = pick_cpu();
 
-	if (cpu < 0 || pin(cpu))
+	if (cpu < 0 || t_pin(pthread_self(), cpu))
 		return t_skip("cannot pin threads to one CPU");
 	ASSERT_TRUE(seen);
 	t_pipe2(e, 0);

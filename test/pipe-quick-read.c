@@ -314,6 +314,8 @@ static int test_mixed_threads(void)
 	ASSERT_EQ(pthread_join(rs, NULL), 0);
 	ASSERT_EQ(t_fionread(m.p[0]), 0);
 	ASSERT_TRUE(quick_sized > 1000);
+	/* Not asserted: a resize refused (EBUSY) or not scheduled is no fault. */
+	printf("%llu small reads, %llu resizes\n", quick_sized, m.resizes);
 	pp_close(m.p[0]);
 	pp_close(m.p[1]);
 	pp_close(side[0]);

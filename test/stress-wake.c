@@ -17,7 +17,6 @@
 #include "helpers.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 
 #define PP_SPIN_NS	0
@@ -27,21 +26,12 @@ static struct pp_file *ab[2], *ba[2];
 static atomic_ullong rounds;
 static atomic_bool stop;
 
-static void pin(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);	/* a hint */
-}
-
 static void *echo(void *arg)
 {
 	char c;
 
 	(void)arg;
-	pin(1);
+	(void)t_pin(pthread_self(), 1);	/* a hint */
 	while (pp_read(ab[0], &c, 1) == 1)
 		if (pp_write(ba[1], &c, 1) != 1)
 			break;
@@ -53,7 +43,7 @@ static void *ping(void *arg)
 	char c = 'x';
 
 	(void)arg;
-	pin(0);
+	(void)t_pin(pthread_self(), 0);
 	while (!atomic_load(&stop)) {
 		if (pp_write(ab[1], &c, 1) != 1 || pp_read(ba[0], &c, 1) != 1)
 			t_fail_at(__FILE__, __LINE__, "ping: %s", strerror(errno));
