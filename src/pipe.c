@@ -86,6 +86,75 @@ void pp__ring_free(struct pp__ring *r)
 		free(r->mem);
 }
 
+/* Any holder of the slot (see struct pp_slot): a parked page goes back. */
+void pp__slot_clear_spare(struct pp_pipe *p, struct pp_slot *s)
+{
+	void *page;
+
+	/* A plain load first: the retiring consumer's own line, usually NULL. */
+	if (!__atomic_load_n(&s->spare, __ATOMIC_RELAXED))
+		return;
+	page = __atomic_exchange_n(&s->spare, NULL, __ATOMIC_ACQUIRE);
+	if (page)
+		pp__page_free(p, page);
+}
+
+
+/*
+ * Consumer, retiring a page the pipe alone holds while slots remain
+ * (rd_mutex held): park it in its own slot for the producer's next fill
+ * there.  False: someone holds it too, or the slot has one already (then
+ * that one counts as parked here); release it as usual.
+ */
+static bool page_park(struct pp_pipe *p, struct pp_slot *s, unsigned int index, void *page)
+{
+	bool parked = false;
+
+	if (!__atomic_load_n(&s->spare, __ATOMIC_RELAXED) && pp__page_only_ref(page)) {
+		__atomic_store_n(&s->spare, page, __ATOMIC_RELEASE);
+		parked = true;
+	} else if (!__atomic_load_n(&s->spare, __ATOMIC_RELAXED)) {
+		return false;
+	}
+	if (!p->rd_parked) {
+		p->rd_park = index;
+		p->rd_parked = true;
+	}
+	return parked;
+}
+
+/*
+ * Consumer, having emptied the pipe (rd_mutex held, head fresh), or both
+ * side locks held: every page parked since the last sweep goes back.
+ */
+static void pages_unpark(struct pp_pipe *p, unsigned int head)
+{
+	unsigned int from = p->rd_park;
+
+	if (!p->rd_parked)
+		return;
+	p->rd_parked = false;
+	if ((int)(head - from) > (int)p->ring_size)
+		from = head - p->ring_size;
+	for (unsigned int i = from; i != head; i++)
+		pp__slot_clear_spare(p, pp__pipe_slot(p, i));
+}
+
+/* Both side locks held, or the pipe's last end gone. */
+void pp__pipe_clear_spares(struct pp_pipe *p)
+{
+	pages_unpark(p, p->head);
+}
+
+/* Producer, wr_mutex held, slot `index` free: a page to fill it with. */
+static void *page_for_slot(struct pp_pipe *p, unsigned int index)
+{
+	/* No load first: the fill stores to this line next anyway. */
+	void *page = __atomic_exchange_n(&pp__pipe_slot(p, index)->spare, NULL, __ATOMIC_ACQUIRE);
+
+	return page ? page : pp__page_alloc(p);
+}
+
 static struct pp_pipe *pipe_alloc(void)
 {
 	struct pp_pipe *p;
@@ -122,6 +191,7 @@ static void pipe_free(struct pp_pipe *p)
 		if (buf->ops)
 			pp__buf_release(p, buf);
 	}
+	pp__pipe_clear_spares(p);
 	pp__pipe_free_tmp_pages(p);
 	pp__kpipe_free(p->kpipe);
 	pp__loan_free(p->loan);
@@ -385,6 +455,22 @@ static bool slot_drain(struct pp_slot *s)
 }
 
 /*
+ * Consumer (rd_mutex held): head, from rd_head_seen when that shows more
+ * than `past` slots after tail, else loaded (acquire: the slots it shows
+ * are filled) and kept.  The cached head is never ahead of head; one not
+ * between tail and a ring's length after it is out of date (other
+ * consumers moved tail) and is loaded again too.
+ */
+static inline unsigned int rd_head(struct pp_pipe *p, unsigned int tail, unsigned int past)
+{
+	unsigned int seen = p->rd_head_seen - tail;
+
+	if (seen > past && seen <= p->ring_size)
+		return p->rd_head_seen;
+	return p->rd_head_seen = pp__pipe_head(p);
+}
+
+/*
  * Take `bytes` from the front, in order.  A slot may have grown by a merge
  * since it was looked at; it stays if bytes remain.  Emptied slots (and
  * zero-length ones on the way) leave the ring once sealed, except, with
@@ -394,13 +480,27 @@ static bool slot_drain(struct pp_slot *s)
 static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
 		      struct pp__dead *dead)
 {
-	unsigned int head = pp__pipe_head(p), tail = p->tail, freed = 0;
+	unsigned int head, tail = p->tail, freed = 0;
 	size_t taken = 0;
 
-	while (tail != head) {
-		struct pp_slot *s = pp__pipe_slot(p, tail);
-		struct pp_buf *buf = &s->buf;
-		size_t n = min_t(size_t, bytes - taken, buf->len);
+	for (;;) {
+		struct pp_slot *s;
+		struct pp_buf *buf;
+		size_t n;
+
+		/*
+		 * Slots up to the head last loaded are published; look again
+		 * only for the last of them, which decides the seal and the
+		 * drain below (a fresh head there, as if loaded on entry).
+		 */
+		head = rd_head(p, tail, 1);
+		if (tail == head) {
+			pages_unpark(p, head);
+			break;
+		}
+		s = pp__pipe_slot(p, tail);
+		buf = &s->buf;
+		n = min_t(size_t, bytes - taken, buf->len);
 
 		/*
 		 * Only buffers whose release may call out wait in dead; a
@@ -425,6 +525,7 @@ static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
 			/* Once marked it takes no room (pp__pipe_occupancy). */
 			if (slot_drain(s)) {
 				pp__pipe_wake_writers(p);
+				pages_unpark(p, head);
 				pp__pipe_trim_tmp_pages(p);
 			} else
 				pp__slot_sync(s);		/* more was merged: read on */
@@ -445,7 +546,9 @@ static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
 			pp__slot_sync(s);
 		if (buf->len)
 			break;	/* more was merged: it stays */
-		dead_add(p, dead, buf);
+		if (buf->ops != &pp_anon_buf_ops || tail + 1 == head ||
+		    !page_park(p, s, tail, buf->page))
+			dead_add(p, dead, buf);
 		buf->ops = NULL;
 		/* Hands the slot back: pairs with the producer's acquire load of tail. */
 		__atomic_store_n(&p->tail, ++tail, __ATOMIC_RELEASE);
@@ -693,7 +796,7 @@ static bool read_in_tail(struct pp_pipe *p, struct pp_iov_iter *it, size_t total
 		return false;
 	if (!p->rd_page) {
 		/* Acquire: the slot is filled. */
-		if (p->tail == pp__pipe_head(p))
+		if (p->tail == rd_head(p, p->tail, 0))
 			return false;
 		/*
 		 * Acquire: the bytes below end.  Merging and not drained: a
@@ -746,6 +849,7 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 	ssize_t ret = 0;
 	size_t owed = 0;
 	unsigned int head0, idx;
+	bool fresh = false;
 	int err;
 
 	if (total < 0)
@@ -764,7 +868,7 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 	}
 	pp__pipe_settle_read(p);
 	pp__dead_init(&dead);
-	head0 = pp__pipe_head(p);
+	head0 = rd_head(p, p->tail, 0);
 	/*
 	 * Slots are copied from idx on and given back together once the read
 	 * is done (owed: the bytes copied from [tail, idx) and from a last
@@ -780,9 +884,15 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 		size_t n;
 		ssize_t r;
 
-		if (ret && (int)(idx - head0) >= 0)
-			break;	/* published after we began: the next read's */
-		if (!ret && pp__pipe_empty(p)) {
+		if (ret && (int)(idx - head0) >= 0) {
+			if (fresh)
+				break;	/* published after we began: the next read's */
+			head0 = p->rd_head_seen = pp__pipe_head(p);
+			fresh = true;
+			if ((int)(idx - head0) >= 0)
+				break;
+		}
+		if (!ret && (int)(head0 - idx) < 2 && pp__pipe_empty(p)) {
 			const void *next = NULL;
 			bool offered;
 
@@ -808,14 +918,14 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 			err = pp__pipe_lock_consumer(p, nonblock);
 			if (err)
 				return err;
-			head0 = pp__pipe_head(p);
+			head0 = p->rd_head_seen = pp__pipe_head(p);
 			idx = p->tail;
 			continue;
 		}
 
 		/* Published between the lock and the look: the first read takes it. */
 		if (!ret && idx == head0)
-			head0 = pp__pipe_head(p);
+			head0 = p->rd_head_seen = pp__pipe_head(p);
 		s = pp__pipe_slot(p, idx);
 		pp__slot_sync(s);
 		buf = &s->buf;
@@ -949,7 +1059,17 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 			/* What is filled goes out before we count again, or wait. */
 			if (head != p->head)
 				pp__pipe_publish(p, head);
-			free_slots = (int)(p->max_usage - pp__pipe_occupancy(p));
+			/*
+			 * Room as counted from the tail last loaded: never more
+			 * than there is.  Load tail only when that shows none
+			 * (or is out of date: other producers moved head).
+			 */
+			if (head - p->wr_tail_seen < p->max_usage) {
+				free_slots = (int)(p->max_usage - (head - p->wr_tail_seen));
+			} else {
+				p->wr_tail_seen = pp__pipe_tail(p);
+				free_slots = pp__pipe_room(p);
+			}
 			if (free_slots > 0) {
 				room = (unsigned int)free_slots;
 				continue;
@@ -995,7 +1115,7 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 				continue;
 			}
 		}
-		page = pp__page_alloc(p);
+		page = page_for_slot(p, head);
 		if (!page) {
 			if (!ret)
 				ret = -ENOMEM;

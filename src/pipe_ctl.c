@@ -185,6 +185,7 @@ ssize_t pp__pipe_set_size(struct pp_pipe *p, unsigned long arg)
 	 * consumers clear ops as they retire), and no slot past n is touched
 	 * here: a huge ring's array stays untouched memory until it is used.
 	 */
+	pp__pipe_clear_spares(p);
 	if (n && pp__slot_drained(p, p->tail)) {
 		struct pp_slot *d = pp__pipe_slot(p, p->tail);
 
@@ -210,6 +211,8 @@ ssize_t pp__pipe_set_size(struct pp_pipe *p, unsigned long arg)
 	__atomic_store_n(&p->ring, ring, __ATOMIC_RELEASE);
 	__atomic_store_n(&p->max_usage, nr_slots, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->tail, 0, __ATOMIC_RELEASE);
+	p->wr_tail_seen = 0;
+	p->rd_head_seen = n;
 	__atomic_store_n(&p->head, n, __ATOMIC_RELEASE);
 	/* A private kernel pipe keeps up, so that it holds what the ring may (kbuf.c). */
 	pp__kpipe_resize(p);

@@ -27,6 +27,8 @@ static void pipe_at(struct pp_file *e[2], unsigned int at)
 	p = e[0]->pipe;
 	ASSERT_EQ(p->head, p->tail);
 	p->head = p->tail = at;
+	/* The sides' cached views of each other's index move with them. */
+	p->rd_head_seen = p->wr_tail_seen = at;
 }
 
 static int test_read_at_wrap(void)
