@@ -86,12 +86,12 @@ void pp__ring_free(struct pp__ring *r)
 		free(r->mem);
 }
 
-/* Any holder of the slot (see struct pp_slot): a parked page goes back. */
-void pp__slot_clear_spare(struct pp_pipe *p, struct pp_slot *s)
+/* A parked page goes back (pipe.h: spare pages). */
+static void slot_unpark(struct pp_pipe *p, struct pp_slot *s)
 {
 	void *page;
 
-	/* A plain load first: the retiring consumer's own line, usually NULL. */
+	/* A plain load first: most slots swept have had their page taken. */
 	if (!__atomic_load_n(&s->spare, __ATOMIC_RELAXED))
 		return;
 	page = __atomic_exchange_n(&s->spare, NULL, __ATOMIC_ACQUIRE);
@@ -99,33 +99,29 @@ void pp__slot_clear_spare(struct pp_pipe *p, struct pp_slot *s)
 		pp__page_free(p, page);
 }
 
-
 /*
  * Consumer, retiring a page the pipe alone holds while slots remain
  * (rd_mutex held): park it in its own slot for the producer's next fill
- * there.  False: someone holds it too, or the slot has one already (then
- * that one counts as parked here); release it as usual.
+ * there.  False: someone holds it too, or the slot has one already (put
+ * there a turn ago and not taken: a producer that brings its own page
+ * filled the slot since); release it as usual.
  */
 static bool page_park(struct pp_pipe *p, struct pp_slot *s, unsigned int index, void *page)
 {
-	bool parked = false;
-
-	if (!__atomic_load_n(&s->spare, __ATOMIC_RELAXED) && pp__page_only_ref(page)) {
-		__atomic_store_n(&s->spare, page, __ATOMIC_RELEASE);
-		parked = true;
-	} else if (!__atomic_load_n(&s->spare, __ATOMIC_RELAXED)) {
+	if (__atomic_load_n(&s->spare, __ATOMIC_RELAXED) || !pp__page_only_ref(page))
 		return false;
-	}
+	/* Nobody else stores here now: the producer fills this slot only after tail passes it. */
+	__atomic_store_n(&s->spare, page, __ATOMIC_RELEASE);
 	if (!p->rd_parked) {
 		p->rd_park = index;
 		p->rd_parked = true;
 	}
-	return parked;
+	return true;
 }
 
 /*
  * Consumer, having emptied the pipe (rd_mutex held, head fresh), or both
- * side locks held: every page parked since the last sweep goes back.
+ * side locks held: every page parked since the last unpark goes back.
  */
 static void pages_unpark(struct pp_pipe *p, unsigned int head)
 {
@@ -134,10 +130,10 @@ static void pages_unpark(struct pp_pipe *p, unsigned int head)
 	if (!p->rd_parked)
 		return;
 	p->rd_parked = false;
-	if ((int)(head - from) > (int)p->ring_size)
-		from = head - p->ring_size;
+	if (head - from > p->ring_size)
+		from = head - p->ring_size;	/* each slot once */
 	for (unsigned int i = from; i != head; i++)
-		pp__slot_clear_spare(p, pp__pipe_slot(p, i));
+		slot_unpark(p, pp__pipe_slot(p, i));
 }
 
 /* Both side locks held, or the pipe's last end gone. */

@@ -91,28 +91,30 @@ struct pp_iov_iter;
 #define SLOT_END_MASK	0x0fffffffu
 
 /*
- * Spare pages.  A reader that retires a page the pipe alone holds parks
- * it in `spare` of the slot the producer fills next (the slot at head as
- * the reader last loaded it), and pp_write takes it from there for that
- * slot instead of from the pipe's tmp_page cache.  The producer stores to
- * that slot's line anyway, so the page's pointer crosses CPUs on a line
- * that crosses already, where tmp_page, stored by both sides, was one
- * more line crossing twice a message (bench/pipe-threads, msg 4 KiB,
- * split CPUs: 5.2 -> 5.9 GB/s, three runs each).
+ * Spare pages.  A reader that retires a page the pipe alone holds, with
+ * slots still behind it, parks the page in `spare` of the slot it came
+ * from, and pp_write takes it from there when it fills that slot on the
+ * ring's next turn, instead of from the pipe's tmp_page cache.  Either
+ * side stores to the slot's line at those moments anyway, so the page's
+ * pointer crosses CPUs on a line that crosses already; tmp_page, stored
+ * by both sides, was one more line crossing twice a message
+ * (bench/pipe-threads -t msg 4096, split CPUs: 5.2 -> 5.9 GB/s).
  *
- *   consumer (park):    CAS spare NULL -> page   (release: its reads of the page)
- *                       only into a slot at or past the head it loaded,
- *                       and only while the pipe still holds bytes
- *   producer (take):    exchange spare -> NULL   (acquire) before it fills the slot
- *   consumer (clear):   exchange spare -> NULL   on a slot it retires, and,
- *                       when it empties the pipe, on the slot it last parked in
+ *   consumer (park):    store spare = page    (release; the slot is the
+ *                       consumer's until its store of tail hands it back)
+ *   producer (take):    exchange spare -> NULL (acquire) as it fills the slot
+ *   consumer (unpark):  exchange spare -> NULL on every slot it parked in
+ *                       since it last did, once it empties the pipe, and
+ *                       under both side locks (resize, the pipe's end)
  *
- * A park can lose the race with the fill it was meant for, and the page
- * then waits in a slot that holds bytes; the consumer that retires that
- * slot clears it.  So when the pipe is empty no slot has a spare: an idle
- * pipe keeps no more pages than it did with tmp_page alone.  A resize and
- * the pipe's end clear what is left: only slots from tail to head, both
- * included, can hold one (pp__pipe_clear_spares).
+ * The producer's take could do with tail's ordering alone (it fills a
+ * slot only after an acquire load of tail showed it free); the pair is
+ * there for the unpark, which races with it.  A producer that brings its
+ * own page (pp_pipe_add_buf, splice, vmsplice) leaves the spare where it
+ * is, and a consumer does not park over it; the unpark finds it, as its
+ * slot was parked in since the last unpark.  So an empty pipe has no
+ * spare: an idle pipe keeps no more pages than the drained slot's, as
+ * before (test/defect-idle-pipe-memory, test/pipe-spare-pages).
  */
 
 /*
@@ -267,7 +269,6 @@ struct pp_pipe {
 
 struct pp__ring *pp__ring_alloc(unsigned int size);
 void pp__ring_free(struct pp__ring *r);
-void pp__slot_clear_spare(struct pp_pipe *p, struct pp_slot *s);
 void pp__pipe_clear_spares(struct pp_pipe *p);
 
 enum {

@@ -503,7 +503,6 @@ retry:
 				len -= (size_t)r;
 				if (!ibuf->len) {
 					(void)pp__slot_seal(islot);	/* never mergeable */
-					pp__slot_clear_spare(ip, islot);
 					ibuf->ops = NULL;
 					__atomic_store_n(&ip->tail, ip->tail + 1, __ATOMIC_RELEASE);
 					consumed = true;
@@ -527,7 +526,6 @@ retry:
 			if (!pp__slot_seal(islot))
 				continue;	/* it grew: look again */
 			obuf = *ibuf;
-			pp__slot_clear_spare(ip, islot);
 			ibuf->ops = NULL;
 			__atomic_store_n(&ip->tail, ip->tail + 1, __ATOMIC_RELEASE);
 			consumed = true;
