@@ -142,6 +142,17 @@ void pp__pipe_clear_spares(struct pp_pipe *p)
 	pages_unpark(p, p->head);
 }
 
+/*
+ * A consumer that retires slots itself rather than through consume()
+ * (splice.c, a pipe-to-pipe move), rd_mutex held: if that emptied the
+ * pipe, what was parked goes back, as consume() does.
+ */
+void pp__pipe_unpark_if_empty(struct pp_pipe *p)
+{
+	if (p->rd_parked && pp__pipe_empty(p))
+		pages_unpark(p, pp__pipe_head(p));
+}
+
 /* Producer, wr_mutex held, slot `index` free: a page to fill it with. */
 static void *page_for_slot(struct pp_pipe *p, unsigned int index)
 {

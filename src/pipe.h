@@ -112,7 +112,8 @@ struct pp_iov_iter;
  * there for the unpark, which races with it.  A producer that brings its
  * own page (pp_pipe_add_buf, splice, vmsplice) leaves the spare where it
  * is, and a consumer does not park over it; the unpark finds it, as its
- * slot was parked in since the last unpark.  So an empty pipe has no
+ * slot was parked in since the last unpark.  A consumer that retires
+ * slots without consume() (splice's move) unparks the same way.  So an empty pipe has no
  * spare: an idle pipe keeps no more pages than the drained slot's, as
  * before (test/defect-idle-pipe-memory, test/pipe-spare-pages).
  */
@@ -270,6 +271,7 @@ struct pp_pipe {
 struct pp__ring *pp__ring_alloc(unsigned int size);
 void pp__ring_free(struct pp__ring *r);
 void pp__pipe_clear_spares(struct pp_pipe *p);
+void pp__pipe_unpark_if_empty(struct pp_pipe *p);
 
 enum {
 	PP_HO_NONE,		/* no offer */

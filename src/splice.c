@@ -553,6 +553,8 @@ retry:
 		ret += (ssize_t)len;
 		len = 0;
 	}
+	if (consumed)
+		pp__pipe_unpark_if_empty(ip);
 	pp__pipe_unlock_two(ip, op);
 	if (ret > 0)
 		pp__pipe_wake_readers(op);

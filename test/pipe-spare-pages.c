@@ -7,12 +7,13 @@
  * Checked here, looking at the slots themselves: pages are parked while
  * the pipe holds bytes and taken by the writes that wrap onto them; no
  * slot holds a spare once the pipe is read dry (the idle-memory bound of
- * issue 11, defect 11); a spare waiting in a slot that another producer
- * filled without taking it (pp_pipe_add_buf) goes back when that slot is retired, also by a pipe-to-pipe splice; a
- * resize and the pipe's end give every one back (no page leaks: the pool
- * and this thread's cache account for them all); and a writer, a reader
- * and a resizer on three threads move every byte in order while pages go
- * round through the slots.
+ * issue 11, defect 11), in one read or packet by packet, or emptied by a
+ * splice that moves its buffers (it retires slots without consume()); a
+ * spare left in a slot that another producer filled without taking it
+ * (pp_pipe_add_buf) goes back too; a resize and the pipe's end give every
+ * one back (no page leaks: the pool and this thread's cache account for
+ * them all); and a writer, a reader and a resizer on three threads move
+ * every byte in order while pages go round through the slots.
  */
 #include "helpers.h"
 #include "internal.h"
@@ -132,6 +133,31 @@ static int test_read_all_keeps_none(void)
 	return 0;
 }
 
+/* Read in part, then the rest moved out by a splice, which retires slots itself. */
+static int test_splice_empties(void)
+{
+	const size_t psz = pp_page_size();
+	unsigned char *page = malloc(psz);
+	struct pp_file *e[2], *o[2];
+
+	ASSERT_TRUE(page != NULL);
+	t_pipe2(e, O_NONBLOCK);
+	t_pipe2(o, O_NONBLOCK);
+	memset(page, 0x43, psz);
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(pp_write(e[1], page, psz), (ssize_t)psz);
+	ASSERT_EQ(pp_read(e[0], page, psz), (ssize_t)psz);
+	ASSERT_EQ(spares(e[0]), 1);
+	ASSERT_EQ(pp_splice(e[0], NULL, o[1], NULL, 3 * psz, SPLICE_F_NONBLOCK), (ssize_t)(3 * psz));
+	ASSERT_EQ(spares(e[0]), 0);
+	pp_close(e[0]);
+	pp_close(e[1]);
+	pp_close(o[0]);
+	pp_close(o[1]);
+	free(page);
+	return 0;
+}
+
 static void user_release(struct pp_pipe *p, struct pp_buf *buf)
 {
 	(void)p;
@@ -229,8 +255,10 @@ static void *stress_writer(void *arg)
 	unsigned long long pos = 0;
 	unsigned int seed = 7;
 
-	if (!buf)
+	if (!buf) {
+		pp_close(st->e[1]);
 		return (void *)1;
+	}
 	while (pos < STRESS_BYTES) {
 		/* Whole pages mostly (they park and are taken), some odd sizes. */
 		size_t n = (rand_r(&seed) & 3) ? 4096 : 1 + (size_t)rand_r(&seed) % (3 * 4096);
@@ -240,6 +268,7 @@ static void *stress_writer(void *arg)
 		r = pp_write(st->e[1], buf, n);
 		if (r <= 0) {
 			free(buf);
+			pp_close(st->e[1]);	/* the reader sees EOF early, not a hang */
 			return (void *)2;
 		}
 		pos += (unsigned long long)r;
@@ -308,6 +337,7 @@ int main(void)
 		T_SUBTEST(test_park_take_unpark),
 		T_SUBTEST(test_read_all_keeps_none),
 		T_SUBTEST(test_spare_under_other_producers),
+		T_SUBTEST(test_splice_empties),
 		T_SUBTEST(test_stress_three_threads),
 	};
 
