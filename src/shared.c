@@ -632,6 +632,16 @@ static int check_bounds(struct sh_pipe *sp, uint32_t head, uint32_t tail)
 }
 
 /*
+ * Where the reader is in a slot whose end word is se: its offset, but for
+ * a drained slot, which holds nothing and whose offset a reopening writer
+ * may be rewriting (the ring comment), its end.
+ */
+static uint32_t slot_offset(const struct sh_slot *s, uint32_t se)
+{
+	return se & SLOT_DRAINED ? se & SLOT_END_MASK : __atomic_load_n(&s->offset, __ATOMIC_RELAXED);
+}
+
+/*
  * Pages.  As Linux's pipe->tmp_page: the page a read empties is kept for
  * the next write, so message traffic does not go through the arena's free
  * list.  spare is an exchange away from either side.
@@ -1169,9 +1179,8 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 			uint32_t se = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
 			/* Now, with end: after the copy it is a second miss on the writer's line. */
 			uint32_t sflags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
-			uint32_t end = se & SLOT_END_MASK;
-			uint32_t off = end;	/* drained, slots behind it: retired below, unread */
-			bool viewed = false;
+			uint32_t end = se & SLOT_END_MASK, off;
+			bool viewed;
 			struct iovec src_iov;
 			struct pp_iov_iter src = { &src_iov, 1, 0 };
 			char *page;
@@ -1180,18 +1189,17 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 
 			if (!ret)
 				head0 = head;
-			if (!(se & SLOT_DRAINED) && !(viewed = view_of(c, tail, &off)))
-				off = __atomic_load_n(&s->offset, __ATOMIC_RELAXED);
-			if (end > pp__page_size || off > end) {
+			/* A drained one here has slots behind it (ring_used): retired below, unread. */
+			viewed = !(se & SLOT_DRAINED) && view_of(c, tail, &off);
+			if (!viewed)
+				off = slot_offset(s, se);
+			/* A view always leaves bytes in its slot: one at its end is a scribble. */
+			if (end > pp__page_size || off > end || (viewed && off == end)) {
 				if (!ret)
 					ret = corrupt(sp);
 				break;
 			}
 			if (off == end) {
-				if (viewed) {
-					__atomic_store_n(&s->offset, off, __ATOMIC_RELAXED);
-					__atomic_store_n(&c->rd_view, 0, __ATOMIC_RELAXED);
-				}
 				if (retire_later(&gone_slots, s, head, se))
 					continue;
 				if (ret)
@@ -1405,8 +1413,7 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 			uint32_t se = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
 			uint32_t end = se & SLOT_END_MASK;
 			/* A drained slot is an emptied one here: retired, sealed if last. */
-			uint32_t off = se & SLOT_DRAINED ? end :
-					__atomic_load_n(&s->offset, __ATOMIC_RELAXED);
+			uint32_t off = slot_offset(s, se);
 			char *page;
 			size_t len;
 
@@ -2314,9 +2321,12 @@ static int set_size(struct sh_end *e, unsigned long arg)
 	if (!err && head != tail) {
 		struct sh_slot *s = slot(sp, tail);
 		uint32_t se = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
+		int r = se & SLOT_DRAINED ? slot_retire(sp, s, tail, head, se) : 0;
 
-		if ((se & SLOT_DRAINED) && slot_retire(sp, s, tail, head, se) > 0)
-			tail++;
+		if (r < 0)
+			err = r;
+		else
+			tail += (uint32_t)r;
 	}
 	if (!err && head - tail > nr)
 		err = -EBUSY;
@@ -2384,7 +2394,7 @@ int pp__shared_fionread(struct pp_file *f, int *out)
 		struct sh_slot *s = slot(sp, i);
 		uint32_t se = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
 		uint32_t end = se & SLOT_END_MASK;
-		uint32_t off = se & SLOT_DRAINED ? end : __atomic_load_n(&s->offset, __ATOMIC_RELAXED);
+		uint32_t off = slot_offset(s, se);
 
 		if (end > pp__page_size || off > end)
 			err = corrupt(sp);

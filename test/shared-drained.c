@@ -15,6 +15,10 @@
  *    packet (only a mergeable write reopens);
  *  - view_then_lend: a read in part, then pp_read_lend and FIONREAD, which
  *    look at the slot's offset: they see the read's progress;
+ *  - test_reopen_fault: a write that faults (a NULL segment) while it
+ *    reopens the drained slot is EFAULT and leaves the slot drained, as
+ *    it was: the pipe goes on as the kernel's (named test_* for
+ *    mk/valgrind.mk's bad-pointer suppression);
  *  - stress_threads, stress_procs: 1- to 200-byte records, a writer and a
  *    reader that mixes reads of random sizes, lends, FIONREAD and resizes;
  *    every byte arrives once and in order.  Threads let TSan see the
@@ -178,6 +182,24 @@ static int view_then_lend(void)
 	ASSERT_SAME_READ(x.k[0], x.p[0], 20);	/* in the view again */
 	ASSERT_SAME_FIONREAD(x.k[0], x.p[0]);
 	ASSERT_SAME_READ(x.k[0], x.p[0], 1000);
+	t_pair_close(&x);
+	return 0;
+}
+
+static int test_reopen_fault(void)
+{
+	const struct iovec bad = { NULL, 100 };
+	struct t_pair x;
+
+	pair_open_shared(&x, 4096);
+	write_same(&x, 100, 0);
+	ASSERT_SAME_READ(x.k[0], x.p[0], 100);	/* drained */
+	ASSERT_SAME(writev(x.k[1], &bad, 1), pp_writev(x.p[1], &bad, 1));
+	ASSERT_SAME_FIONREAD(x.k[0], x.p[0]);
+	ASSERT_EQ(pp_readable(x.p[0]), k_readable(x.k[0]));
+	write_same(&x, 4096, 100);		/* the whole page: the slot is drained again */
+	write_same(&x, 1, 4196);		/* EAGAIN both */
+	ASSERT_SAME_READ(x.k[0], x.p[0], 8192);
 	t_pair_close(&x);
 	return 0;
 }
@@ -349,6 +371,7 @@ int main(void)
 		T_SUBTEST(resize_retires_drained),
 		T_SUBTEST(packet_after_drained),
 		T_SUBTEST(view_then_lend),
+		T_SUBTEST(test_reopen_fault),
 		T_SUBTEST(stress_threads),
 		T_SUBTEST(stress_procs),
 	};
