@@ -746,6 +746,128 @@ static size_t handoff_give(struct pp_pipe *p, unsigned int flags, struct pp_iov_
 }
 
 /*
+ * The pull: the handoff's mirror, for a writer that waits on a full pipe.
+ *
+ * On one CPU a message crosses only when its peer gets the CPU, and a
+ * kernel pipe moves one capacity per pair of switches (docs/design.md).
+ * The handoff makes it two: one copied straight into the waiting reader's
+ * buffer, one left in the ring.  The pull adds the rest of the write: a
+ * blocking writer that finds no room offers the bytes it has left, and a
+ * reader that finds the pipe empty and an offer up copies from the
+ * writer's memory into its own, so that a 1 MiB write meets a 1 MiB
+ * reader in one pair of switches, not sixteen, and one copy, not two.
+ *
+ * It must be invisible.  In the kernel the waiting writer, once it runs
+ * again on the pipe the reader emptied, fills min(left, capacity) bytes
+ * into fresh pages, and the reader then takes min(request, that).  So a
+ * reader pulls exactly min(left, capacity) bytes, and only when its
+ * request takes them all: the pipe is then left empty, as the kernel's
+ * reader would leave it, with the writer still waiting (on the kernel's
+ * CPU, woken but not yet run; FIONREAD, poll and a non-blocking read see
+ * the empty pipe such a moment shows: only a blocking read pulls, as only
+ * it would wait for the writer).  A later read may pull
+ * again, as the kernel's writer, run again, would fill again.  The ring
+ * must be empty: the writer's earlier bytes, and any another writer put
+ * in meanwhile, come first.  A write of at most PIPE_BUF goes whole, as
+ * it would into the kernel's pipe.  Packets and non-blocking writers never
+ * offer, and neither does memory with a NULL segment.
+ *
+ * Ordering.  The writer publishes what it filled (a release store of head),
+ * takes the offer (CAS NONE -> BUSY), fills wo_it, wo_left, wo_got and
+ * publishes them with a release store of OFFERED.  A reader's acquire CAS
+ * OFFERED -> CLAIMED reads from it or from an earlier reader's release
+ * store of OFFERED back, so it sees the fields, the writer's bytes and the
+ * head the writer published before its offer: its check that the pipe is
+ * empty, made after the claim, cannot miss bytes that belong before the
+ * pulled ones.  It copies, updates the fields and the writer's cursor, and
+ * gives the offer back with a release store of OFFERED, then wakes
+ * writers.  The writer takes it back with an acquire CAS OFFERED -> BUSY
+ * (after a claim it waits for OFFERED), reads wo_got, and frees the offer
+ * with a release store of NONE; so every read of its memory happens
+ * before its write returns and the caller reuses the buffer.
+ */
+
+/* Producer, wr_mutex held, no room: offer the rest of the write; true if made. */
+static bool pull_offer(struct pp_pipe *p, unsigned int flags, struct pp_iov_iter *it, size_t left)
+{
+	unsigned int none = PP_WO_NONE;
+
+	if (flags != PP_BUF_FLAG_CAN_MERGE || !pp__iter_plain(it, left))
+		return false;
+	if (!__atomic_compare_exchange_n(&p->wo_state, &none, PP_WO_BUSY, false,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return false;	/* another writer's offer is up */
+	p->wo_it = it;
+	p->wo_left = left;
+	p->wo_got = 0;
+	__atomic_store_n(&p->wo_state, PP_WO_OFFERED, __ATOMIC_RELEASE);
+	return true;
+}
+
+/* The writer, no lock held: take the offer back; the bytes readers took. */
+static size_t pull_withdraw(struct pp_pipe *p)
+{
+	for (;;) {
+		unsigned int offered = PP_WO_OFFERED;
+		size_t got;
+
+		if (__atomic_compare_exchange_n(&p->wo_state, &offered, PP_WO_BUSY, false,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+			got = p->wo_got;
+			__atomic_store_n(&p->wo_state, PP_WO_NONE, __ATOMIC_RELEASE);
+			return got;
+		}
+		pp__pipe_wait_pull(p);	/* a reader is copying */
+	}
+}
+
+/*
+ * test/bug-pull-order compiles this file into itself with a hook here, to
+ * put a writer's fill and offer between a reader's look at the empty pipe
+ * (pp__pipe_read) and its claim.
+ */
+#ifndef PP__PULL_STEP
+#define PP__PULL_STEP()	do { } while (0)
+#endif
+
+/*
+ * Consumer, rd_mutex held, the pipe seen empty: take the next bytes of a
+ * waiting writer's offer, as far as the rules above allow.  Returns the
+ * bytes taken, or 0.  Only requests the handoff would serve look: the
+ * plain load keeps the offer's line shared while nobody offers.
+ */
+static size_t pull_take(struct pp_pipe *p, struct pp_iov_iter *it, size_t total, bool nonblock)
+{
+	unsigned int offered = PP_WO_OFFERED;
+	size_t n;
+
+	PP__PULL_STEP();
+	/*
+	 * Blocking reads only: a kernel reader here would wait for the writer
+	 * and then take these bytes, where a non-blocking one gets EAGAIN.
+	 */
+	if (nonblock || total < PP_HANDOFF_MIN ||
+	    __atomic_load_n(&p->wo_state, __ATOMIC_RELAXED) != PP_WO_OFFERED)
+		return 0;
+	if (!__atomic_compare_exchange_n(&p->wo_state, &offered, PP_WO_CLAIMED, false,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return 0;
+	n = min_t(size_t, p->wo_left, (size_t)p->max_usage << pp__page_shift);
+	if (n && n <= total && pp__pipe_empty(p) && pp__iter_plain(it, n)) {
+		n = pp__iter_copy_iter(it, p->wo_it, n);
+		p->wo_left -= n;
+		p->wo_got += n;
+		p->rd_pulls++;
+	} else {
+		n = 0;
+	}
+	__atomic_store_n(&p->wo_state, PP_WO_OFFERED, __ATOMIC_RELEASE);
+	if (n)
+		pp__pipe_wake_writers(p);
+	return n;
+}
+
+/*
  * pipe_read of kernel-resident buffers (kbuf.c): the run of them at the
  * tail, published before head0, is the front of the private kernel pipe,
  * read with one readv(2) into the caller's memory.  What the kernel threw
@@ -902,6 +1024,10 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 		if (!ret && (int)(head0 - idx) < 2 && pp__pipe_empty(p)) {
 			const void *next = NULL;
 			bool offered;
+
+			ret = (ssize_t)pull_take(p, &it, (size_t)total, nonblock);
+			if (ret)
+				break;
 
 			/*
 			 * A drained slot (pipe.h) is where the next write
@@ -1088,13 +1214,24 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 			}
 			if (ret)
 				pp__pipe_wake_readers(p);
-			pp__pipe_unlock_producer(p);
 			{
-				int e = pp__pipe_wait_room(f, false);
+				bool offered = pull_offer(p, flags, it, left);
+				int e;
 
+				pp__pipe_unlock_producer(p);
+				e = pp__pipe_wait_room_quiet(p);
+				if (offered) {
+					n = pull_withdraw(p);
+					ret += (ssize_t)n;
+					left -= n;
+				}
 				pp__pipe_lock_producer(p);
 				head = p->head;		/* another writer may have been in */
+				if (!left)
+					break;		/* readers took the rest: no SIGPIPE */
 				if (e) {
+					/* SIGPIPE even after a partial write, as Linux does. */
+					e = pp__pipe_epipe(f);
 					if (!ret)
 						ret = e;
 					break;

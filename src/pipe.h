@@ -220,6 +220,7 @@ struct pp_pipe {
 	unsigned int rd_park;
 	bool rd_parked;
 	struct pp__lease *lease;	/* the write lease in progress (zerocopy.c), under wr_mutex */
+	unsigned long rd_pulls;		/* reads the pull served (pipe.c), under rd_mutex: for tests */
 
 	_Alignas(PP_CACHELINE) unsigned int tail;	/* free running; release store by the consumer */
 
@@ -263,6 +264,16 @@ struct pp_pipe {
 	size_t ho_total;		/* the reader's request, from BUSY to OFFERED */
 	struct pp_iov_iter *ho_it;	/* its buffer, under OFFERED and CLAIMED */
 	size_t ho_got;			/* bytes the writer gave, under DONE */
+	/*
+	 * The pull (pipe.c), the handoff's mirror: a writer about to wait on a
+	 * full pipe offers the rest of its write here, and a reader that
+	 * finds the pipe empty copies from it directly.  wo_state is the only
+	 * word both write; the rest belongs to whoever holds the state.
+	 */
+	unsigned int wo_state;		/* PP_WO_*: atomic */
+	struct pp_iov_iter *wo_it;	/* the writer's bytes, under OFFERED and CLAIMED */
+	size_t wo_left;			/* how many of them are left */
+	size_t wo_got;			/* how many readers took, for the writer */
 
 	/* Pages kept for the next write: atomic, so producers need no lock. */
 	_Alignas(PP_CACHELINE) _Atomic(void *) tmp_page[PP_TMP_PAGES];
@@ -279,6 +290,13 @@ enum {
 	PP_HO_OFFERED,		/* a waiting reader's buffer is up for a writer to fill */
 	PP_HO_CLAIMED,		/* a writer is copying into it, or deciding not to */
 	PP_HO_DONE,		/* filled: ho_got bytes, for the reader to take */
+};
+
+enum {
+	PP_WO_NONE,		/* no offer */
+	PP_WO_BUSY,		/* its writer is filling it in or taking it back */
+	PP_WO_OFFERED,		/* a waiting writer's bytes are up for readers to take */
+	PP_WO_CLAIMED,		/* a reader is copying from them */
 };
 
 static inline unsigned int pp__pipe_head(const struct pp_pipe *p)
@@ -516,6 +534,10 @@ int  pp__pipe_wait_data(struct pp_pipe *p, bool nonblock);
 /* The same, prefetching hint while it spins: see pp__pipe_read's caller. */
 int  pp__pipe_wait_data_at(struct pp_pipe *p, bool nonblock, const void *hint);
 int  pp__pipe_wait_room(struct pp_file *out, bool nonblock);
+/* Blocking wait_room that owes no SIGPIPE: 0, or -EPIPE for the caller to raise. */
+int  pp__pipe_wait_room_quiet(struct pp_pipe *p);
+/* The writer taking back a pull offer: until no reader is copying from it (pipe.c). */
+void pp__pipe_wait_pull(struct pp_pipe *p);
 /* The reader that made a handoff offer: until it is filled, or readable (pipe.c). */
 void pp__pipe_wait_handoff(struct pp_pipe *p);
 /*

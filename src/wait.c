@@ -589,15 +589,41 @@ void pp__pipe_wait_handoff(struct pp_pipe *p)
 		sleep_on(p, handed_or_readable, &p->rd_wait, &p->rd_sleepers, &p->rd_woken);
 }
 
-int pp__pipe_wait_room(struct pp_file *out, bool nonblock)
+static int wait_room(struct pp_pipe *p, bool nonblock)
 {
-	struct pp_pipe *p = out->pipe;
-
 	while (!writable(p)) {
 		if (nonblock)
 			return -EAGAIN;
 		if (!wait_briefly(p, writable, &p->rd_cpu, &p->wr_wait, &p->wr_yielder, NULL))
 			sleep_on(p, writable, &p->wr_wait, &p->wr_sleepers, &p->wr_woken);
 	}
-	return pp__pipe_readers(p) ? 0 : pp__pipe_epipe(out);
+	return pp__pipe_readers(p) ? 0 : -EPIPE;
+}
+
+int pp__pipe_wait_room(struct pp_file *out, bool nonblock)
+{
+	int err = wait_room(out->pipe, nonblock);
+
+	return err == -EPIPE ? pp__pipe_epipe(out) : err;
+}
+
+int pp__pipe_wait_room_quiet(struct pp_pipe *p)
+{
+	return wait_room(p, false);
+}
+
+/*
+ * A reader holds the pull offer only while it copies (pipe.c), and wakes
+ * writers when it lets go.
+ */
+static bool pull_settled(struct pp_pipe *p)
+{
+	return __atomic_load_n(&p->wo_state, __ATOMIC_ACQUIRE) != PP_WO_CLAIMED;
+}
+
+void pp__pipe_wait_pull(struct pp_pipe *p)
+{
+	while (!pull_settled(p))
+		if (!wait_briefly(p, pull_settled, &p->rd_cpu, &p->wr_wait, &p->wr_yielder, NULL))
+			sleep_on(p, pull_settled, &p->wr_wait, &p->wr_sleepers, &p->wr_woken);
 }
