@@ -58,6 +58,9 @@ PP_EXPORT int pp_close(struct pp_file *f)
 {
 	if (!f)
 		return (int)pp__ret(-EBADF);
+	/* A write by the fast path holds no reference: let it end first. */
+	if (pp__is_pipe(f) && pp__file_writable(f))
+		pp__pipe_producer_unbias(f->pipe);
 	pp__file_put(f);
 	return 0;
 }
@@ -93,12 +96,9 @@ static inline ssize_t do_writev(struct pp_file *f, const struct iovec *iov, int 
 
 	if (!f || !pp__file_writable(f))
 		return -EBADF;
-	if (likely(pp__is_pipe(f))) {
-		pp__file_get(f);
-		r = pp__pipe_writev(f, iov, iovcnt);
-		pp__file_put(f);
-		return r;
-	}
+	/* It holds f itself: a reference, or the biased lock (wait.c). */
+	if (likely(pp__is_pipe(f)))
+		return pp__pipe_writev(f, iov, iovcnt);
 	if (!f->ops->writev)
 		return -EINVAL;
 	pp__file_get(f);

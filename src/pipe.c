@@ -1147,7 +1147,7 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
  * after any wait: it stays atomic.
  */
 static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_iter *it,
-			  size_t total, bool nonblock)
+			  size_t total, bool nonblock, bool *ref)
 {
 	const size_t psz = pp__page_size;
 	const unsigned int flags = (pp__file_flags(f) & O_DIRECT) ? PP_BUF_FLAG_PACKET
@@ -1218,6 +1218,11 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 				bool offered = pull_offer(p, flags, it, left);
 				int e;
 
+				/* f must outlive the wait: the lock no longer keeps it. */
+				if (!*ref) {
+					pp__file_get(f);
+					*ref = true;
+				}
 				pp__pipe_unlock_producer(p);
 				e = pp__pipe_wait_room_quiet(p);
 				if (offered) {
@@ -1299,6 +1304,7 @@ ssize_t pp__pipe_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	bool nonblock = pp__file_flags(f) & O_NONBLOCK;
 	ssize_t total = pp__iov_total(iov, iovcnt);
 	ssize_t ret;
+	bool ref;
 
 	if (total < 0)
 		return total;
@@ -1307,9 +1313,19 @@ ssize_t pp__pipe_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	if (total == 0)
 		return 0;	/* no SIGPIPE for a zero-length write */
 
-	pp__pipe_lock_producer(p);
-	ret = pipe_write(f, p, &it, (size_t)total, nonblock);
+	/*
+	 * The fast way holds no reference on f: pp_close() waits for the
+	 * section to end (wait.c); pipe_write takes one before it waits.
+	 */
+	ref = !pp__pipe_lock_producer_fast(p);
+	if (ref) {
+		pp__file_get(f);
+		pp__pipe_lock_producer(p);
+	}
+	ret = pipe_write(f, p, &it, (size_t)total, nonblock, &ref);
 	pp__pipe_unlock_producer(p);
+	if (ref)
+		pp__file_put(f);
 	return ret;
 }
 

@@ -11,7 +11,9 @@
  *             len once the slot is published.
  *   wr_mutex  the producer lock: one producer at a time (write, writev,
  *             vmsplice in, splice or tee into the pipe, pp_pipe_add_buf).
- *             Only its holder moves head or fills a slot.
+ *             Only its holder moves head or fills a slot.  A thread that
+ *             writes alone may hold it by its bias instead, with no
+ *             locked instruction (wait.c: the biased producer lock).
  *   mutex     the ring lock: the open-end counts and the event fds.
  *
  * A call that needs two pipes takes the input's rd_mutex, then the
@@ -237,6 +239,22 @@ struct pp_pipe {
 	 * loads tail, the line every read stores to, only when it shows none.
 	 */
 	unsigned int wr_tail_seen;
+	/*
+	 * The biased producer lock (wait.c): one thread that writes alone
+	 * takes wr_mutex with plain stores.  wr_owner, wr_streak, wr_last and
+	 * wr_bias_after change under wr_mutex taken the ordinary way; wr_fast
+	 * under wr_mutex, however taken.
+	 */
+	const void *wr_owner;		/* atomic: the biased thread's token, or NULL */
+	unsigned int wr_busy;		/* atomic: the owner holds wr_mutex by the fast path */
+	unsigned int wr_revoke;		/* atomic: 1, the owner must take the ordinary way */
+	bool wr_fast;			/* the holder came the fast way */
+	bool wr_nobias;			/* atomic: the write end is closing: never again */
+	bool wr_bias_used;		/* atomic: a bias was ever set (pp_close must revoke) */
+	const void *wr_last;		/* the last ordinary taker, and how many times */
+	unsigned int wr_streak;		/*   in a row it took the lock */
+	unsigned int wr_bias_after;	/* takes in a row before a bias; doubles at each revoke */
+	unsigned long wr_revokes;	/* atomic: biases revoked, for tests */
 
 	_Alignas(PP_CACHELINE) unsigned int head;	/* free running; release store by the producer */
 
@@ -525,6 +543,13 @@ bool pp__pipe_lock_consumer_ctl(struct pp_pipe *p);
 void pp__pipe_unlock_consumer(struct pp_pipe *p);
 void pp__pipe_lock_producer(struct pp_pipe *p);
 void pp__pipe_unlock_producer(struct pp_pipe *p);
+/*
+ * pp_write's way in: true if wr_mutex is now held by the fast path (the
+ * calling thread is the lock's biased owner); false, nothing held.
+ */
+bool pp__pipe_lock_producer_fast(struct pp_pipe *p);
+/* The write end is closing: no fast path from now on, none in progress. */
+void pp__pipe_producer_unbias(struct pp_pipe *p);
 /*
  * Wait with no lock held.  wait_data: 1 data, 0 EOF (no writers), -EAGAIN.
  * wait_room: 0 a free slot, -EPIPE (no readers; SIGPIPE is owed), -EAGAIN.
