@@ -314,10 +314,18 @@ static pthread_key_t bias_key;
 static pthread_once_t bias_once = PTHREAD_ONCE_INIT;
 static bool bias_key_ok;
 
+/*
+ * At thread exit (the key's destructor, run by the exiting thread), or a
+ * record that could not be registered.  Once pooled, the record may be
+ * the next thread's, so this thread must not use it again: a later
+ * destructor of the user's that writes to a pipe gets a fresh one.
+ */
 static void bias_rec_put(void *arg)
 {
 	struct bias_rec *r = arg;
 
+	if (bias_me == r)
+		bias_me = NULL;
 	pthread_mutex_lock(&bias_lock);
 	r->next = bias_pool;
 	bias_pool = r;

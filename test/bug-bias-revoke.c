@@ -15,7 +15,8 @@
  * record arrives whole, once and in each writer's order, and that the
  * lock was revoked many times.  Then a writer that is the owner and a
  * pp_close() of the write end from another thread while it writes:
- * the close waits for the fast section, the write is not cut.
+ * the close waits for the fast section, the write is not cut.  Last, a
+ * thread's record pooled at its exit is no longer that thread's.
  */
 #include "helpers.h"
 
@@ -168,11 +169,81 @@ static int close_during_fast_write(void)
 	return T_EXIT_PASS;
 }
 
+/*
+ * A thread's record goes back to the pool when it exits (the key's
+ * destructor), where the next thread may take it and with it the biases
+ * it holds.  A destructor of the user's that runs after ours and writes to
+ * a pipe must then not go the fast way on the pooled record: two live
+ * threads would share one busy count and one bias.
+ */
+static pthread_key_t user_key;
+static struct pp_file *dtor_pipe[2];
+static struct bias_rec *dtor_rec;
+static atomic_int dtor_checked;
+
+static void user_dtor(void *arg)
+{
+	bool pooled = false;
+
+	(void)arg;
+	pthread_mutex_lock(&bias_lock);
+	for (struct bias_rec *r = bias_pool; r; r = r->next)
+		pooled |= r == dtor_rec;
+	pthread_mutex_unlock(&bias_lock);
+	if (pooled) {
+		/* Ours ran first: the record is the pool's, no longer ours. */
+		if (bias_me == dtor_rec)
+			t_fail_at(__FILE__, __LINE__, "a pooled record still names this thread");
+		atomic_store(&dtor_checked, 1);
+	} else {
+		atomic_store(&dtor_checked, 2);
+	}
+	if (pp_write(dtor_pipe[1], "x", 1) != 1)
+		t_fail_at(__FILE__, __LINE__, "a write from a destructor failed");
+}
+
+static void *owner_then_exit(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(pp_write(dtor_pipe[1], "y", 1), 1);
+	dtor_rec = bias_me;
+	if (!dtor_rec || __atomic_load_n(&dtor_pipe[1]->pipe->wr_owner, __ATOMIC_RELAXED) != dtor_rec)
+		t_fail_at(__FILE__, __LINE__, "the writer did not become the owner");
+	ASSERT_EQ(pthread_setspecific(user_key, (void *)1), 0);
+	return NULL;
+}
+
+static int pooled_record_at_exit(void)
+{
+	pthread_t th;
+	char buf[16];
+
+	t_pipe2(dtor_pipe, 0);
+	if (!__atomic_load_n(&asym_wake, __ATOMIC_RELAXED))
+		return t_skip("membarrier(2) refused here: no bias is ever set");
+	/* Our key first, so that its destructor runs before the user's (glibc: key order). */
+	ASSERT_EQ(pp_write(dtor_pipe[1], "z", 1), 1);
+	ASSERT_TRUE(bias_key_ok);
+	ASSERT_EQ(pthread_key_create(&user_key, user_dtor), 0);
+	/* The main thread owns the pipe now: the new thread revokes, then owns it. */
+	ASSERT_EQ(pthread_create(&th, NULL, owner_then_exit, NULL), 0);
+	t_join(th, NULL, 10);
+	if (atomic_load(&dtor_checked) == 2)
+		return t_skip("this libc ran the user's destructor first: nothing to check");
+	ASSERT_EQ(atomic_load(&dtor_checked), 1);
+	ASSERT_EQ(pp_read(dtor_pipe[0], buf, sizeof(buf)), 6);
+	pp_close(dtor_pipe[0]);
+	pp_close(dtor_pipe[1]);
+	return T_EXIT_PASS;
+}
+
 int main(void)
 {
 	static const struct t_subtest tests[] = {
 		T_SUBTEST(records_under_revokes),
 		T_SUBTEST(close_during_fast_write),
+		T_SUBTEST(pooled_record_at_exit),
 	};
 
 	return T_RUN_SUBTESTS(tests);
