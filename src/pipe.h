@@ -245,8 +245,7 @@ struct pp_pipe {
 	 * wr_bias_after change under wr_mutex taken the ordinary way; wr_fast
 	 * under wr_mutex, however taken.
 	 */
-	const void *wr_owner;		/* atomic: the biased thread's token, or NULL */
-	unsigned int wr_busy;		/* atomic: the owner holds wr_mutex by the fast path */
+	const void *wr_owner;		/* atomic: the owner's record (wait.c: struct bias_rec), or NULL */
 	unsigned int wr_revoke;		/* atomic: 1, the owner must take the ordinary way */
 	bool wr_fast;			/* the holder came the fast way */
 	bool wr_nobias;			/* atomic: the write end is closing: never again */

@@ -406,7 +406,13 @@ bool pp__pipe_lock_producer_fast(struct pp_pipe *p)
 {
 	struct bias_rec *me = bias_me;
 
-	if (!me || __atomic_load_n(&p->wr_owner, __ATOMIC_RELAXED) != me)
+	/*
+	 * Not while the ordinary lock is held: by another thread, which is
+	 * revoking us, or by us (a write lease), where the ordinary way
+	 * blocks as it always did rather than write beside the lease.
+	 */
+	if (!me || __atomic_load_n(&p->wr_owner, __ATOMIC_RELAXED) != me ||
+	    __atomic_load_n(&p->wr_mutex.state, __ATOMIC_RELAXED))
 		return false;
 	__atomic_store_n(&me->busy, __atomic_load_n(&me->busy, __ATOMIC_RELAXED) + 1,
 			 __ATOMIC_RELAXED);

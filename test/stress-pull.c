@@ -93,6 +93,9 @@ static void stream_case(int wcpu, int rcpu)
 	t_join(th, NULL, 30);
 	ASSERT_EQ(pos, s.written);
 	printf("  %.1f MB, %lu reads served by pulls\n", (double)pos / 1e6, s.e[0]->pipe->rd_pulls);
+	/* On one CPU the writer waits on a full pipe all the time: pulls must have run. */
+	if (wcpu == rcpu && !s.e[0]->pipe->rd_pulls)
+		t_fail_at(__FILE__, __LINE__, "no read was served by a pull: the stress did not stress it");
 	pp_close(s.e[0]);
 	free(buf);
 }
@@ -212,6 +215,8 @@ static int records(void)
 	ASSERT_EQ(next[1], rw[1].sent);
 	printf("  %llu records, %lu reads served by pulls\n", next[0] + next[1],
 	       e[0]->pipe->rd_pulls);
+	if (!e[0]->pipe->rd_pulls)
+		t_fail_at(__FILE__, __LINE__, "no read was served by a pull: the order was not tried");
 	pp_close(e[0]);
 	free(buf);
 	return T_EXIT_PASS;
