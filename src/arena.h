@@ -21,7 +21,7 @@
 #include <stddef.h>
 
 #define PP_ARENA_NIL	UINT32_MAX
-#define PP_ARENA_CTRL_SIZE	512u
+#define PP_ARENA_CTRL_SIZE	1024u
 #define PP_ARENA_SLOT_SIZE	64u
 
 /* Where things are, as this process computed it: never read from the arena. */

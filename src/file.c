@@ -61,6 +61,8 @@ PP_EXPORT int pp_close(struct pp_file *f)
 	/* A write by the fast path holds no reference: let it end first. */
 	if (pp__is_pipe(f) && pp__file_writable(f))
 		pp__pipe_producer_unbias(f->pipe);
+	else if (f->kind == PP_KIND_SHARED && pp__file_writable(f))
+		pp__shared_unbias(f);
 	pp__file_put(f);
 	return 0;
 }
@@ -101,6 +103,9 @@ static inline ssize_t do_writev(struct pp_file *f, const struct iovec *iov, int 
 		return pp__pipe_writev(f, iov, iovcnt);
 	if (!f->ops->writev)
 		return -EINVAL;
+	/* So does a shared pipe's (shared.c: the biased write lock). */
+	if (f->kind == PP_KIND_SHARED)
+		return f->ops->writev(f, iov, iovcnt);
 	pp__file_get(f);
 	r = f->ops->writev(f, iov, iovcnt);
 	pp__file_put(f);

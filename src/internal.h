@@ -80,6 +80,10 @@ int  pp__shared_pipe2(struct pp_file *ends[2], int flags);
 int  pp__shared_fcntl(struct pp_file *f, int cmd, unsigned long arg);
 int  pp__shared_fionread(struct pp_file *f, int *out);
 void pp__shared_set_nonblock(struct pp_file *f, bool on);
+/* A write end closing: no fast write of this process is inside, none to come (shared.c). */
+void pp__shared_unbias(struct pp_file *f);
+/* Tests: bias revocations of the pipe, and owners found dead in them (shared.c). */
+void pp__shared_bias_stats(struct pp_file *f, unsigned int *revokes, unsigned int *dead);
 /* Lends and reservations (shared.c), for shared_splice.c. */
 bool    pp__shared_nonblock(const struct pp_file *f);
 bool    pp__shared_same(const struct pp_file *a, const struct pp_file *b);

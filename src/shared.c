@@ -53,8 +53,10 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -71,6 +73,17 @@
 #define SH_SLEEP_NS	50000000L	/* a sleep re-checks the tokens this often */
 #define SH_SPIN_NS	20000LL		/* before sleeping, when a peer may be running */
 #define SH_YIELD_NS	200000LL	/* yielding to a peer on our CPU, before sleeping */
+#define SH_BIAS_RECS	8u		/* threads that can hold a pipe's write bias: records */
+#ifndef SH_BIAS_AFTER
+#define SH_BIAS_AFTER	16u		/* ordinary takes in a row that earn it */
+#endif
+#ifndef SH_BIAS_AFTER_MAX
+#define SH_BIAS_AFTER_MAX (1u << 20)
+#endif
+/* test/bug-shared-bias: a fast section stopped before it publishes. */
+#ifndef PP__SH_FAST_STEP
+#define PP__SH_FAST_STEP(f)	do { } while (0)
+#endif
 #define SH_FLAGS	(O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_ASYNC)	/* setfl() */
 
 /*
@@ -78,8 +91,23 @@
  * struct pp_pipe: each side's lock and index are its own, and a waiter
  * spins on the other side's index alone.
  */
+struct sh_bias_rec {
+	_Alignas(64) uint32_t busy;	/* 1 while its thread is in a fast section; that thread's to store */
+	uint32_t pid, tid;		/* the thread's, to ask whether it lives; under wr_lock */
+	uint64_t tok;			/* the thread's token, 0 free; under wr_lock */
+};
+
 struct sh_ctrl {
 	uint32_t wr_lock;		/* 0 free, else the holder's pid | LOCK_WAITERS */
+	/* The biased write lock (below): the fast way in reads this line alone. */
+	uint32_t wr_revoke;		/* 1: the fast way is shut; 0 set (release) with an owner */
+	uint64_t wr_owner;		/* the owner's token | its record's index; 0 none */
+	uint32_t asym_off;		/* sticky: a process of the pipe cannot membarrier(2) */
+	uint32_t wr_streak;		/* ordinary takes in a row by wr_last; under wr_lock */
+	uint64_t wr_last;		/* token of the last ordinary taker in sh_writev; under wr_lock */
+	uint32_t wr_bias_after;		/* takes in a row that earn the bias; under wr_lock */
+	uint32_t wr_revokes;		/* revocations, and of them owners found dead: tests */
+	uint32_t wr_dead_owners;
 	_Alignas(64) uint32_t rd_lock;	/* likewise */
 	uint32_t sweep;			/* a lock was taken over from the dead: sweep() */
 	uint64_t rd_view;		/* the reader's view of one slot's offset: see sh_readv(); under rd_lock */
@@ -95,6 +123,7 @@ struct sh_ctrl {
 	uint32_t rd_sleepers;
 	_Alignas(64) uint32_t wr_wait;
 	uint32_t wr_sleepers;
+	struct sh_bias_rec wr_rec[SH_BIAS_RECS];
 };
 _Static_assert(sizeof(struct sh_ctrl) <= PP_ARENA_CTRL_SIZE, "ctrl outgrew its room");
 
@@ -335,6 +364,292 @@ static void side_unlock(uint32_t *lock)
 		futex(lock, FUTEX_WAKE, 1, NULL);
 }
 
+/* ---------------------------------------------------------------------- */
+/*
+ * Asymmetric barriers between processes (wait.c's, made global).  A
+ * writer's locked instruction after its stores waits for them to reach
+ * the reader's CPU, the line the reader spins on and the page bytes: at
+ * 64 bytes a message that was the whole cost (bench/pipe-procs -t msg 64,
+ * split CPUs: 160-190 MB/s, below a kernel pipe's 190-200 on the machine
+ * of that measurement).  So, as between threads, the fast side orders its
+ * stores and loads against the compiler alone and the slow side pays a
+ * membarrier(2): MEMBARRIER_CMD_GLOBAL_EXPEDITED, a full barrier on every
+ * CPU that runs a thread of a process registered for it.  Every process
+ * of a shared pipe registers when it first makes or imports one (and a
+ * child of fork() again, to be sure of it); a process that cannot, or
+ * cannot issue the barrier (an old kernel, seccomp), sets asym_off in each
+ * pipe it attaches to, for good, and from then on every process of that
+ * pipe keeps the read-modify-writes and takes no bias.  A fast side that
+ * read asym_off clear just before it was set goes on the asymmetric way
+ * once more: a sleeper it misses sleeps SH_SLEEP_NS at most (every sleep
+ * is bounded), and a revoke it meets is made without a barrier (see
+ * sh_barrier).
+ */
+static int corrupt(struct sh_pipe *sp);
+
+static int sh_asym;		/* 1: registered and the barrier works here; -1 not */
+static pthread_once_t sh_asym_once = PTHREAD_ONCE_INIT;
+
+static bool sh_register(void)
+{
+	return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0 &&
+	       syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0;
+}
+
+static void sh_asym_init(void)
+{
+	__atomic_store_n(&sh_asym, sh_register() ? 1 : -1, __ATOMIC_RELAXED);
+}
+
+/* Does this process go the asymmetric way on this pipe? */
+static inline bool asym_on(const struct sh_ctrl *c)
+{
+	return __atomic_load_n(&sh_asym, __ATOMIC_RELAXED) == 1 &&
+	       !__atomic_load_n(&c->asym_off, __ATOMIC_RELAXED);
+}
+
+/* A process attaching to a pipe: after this, asym_on() is right for it. */
+static void asym_attach(struct sh_ctrl *c)
+{
+	pthread_once(&sh_asym_once, sh_asym_init);
+	if (__atomic_load_n(&sh_asym, __ATOMIC_RELAXED) != 1)
+		__atomic_store_n(&c->asym_off, 1, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * The slow side's barrier: 0, or -1 where no membarrier serves (this
+ * process set asym_off then).  The non-expedited command needs no
+ * registration and covers the same processes, a grace period later.
+ */
+static int sh_barrier(void)
+{
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0 ||
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0)
+		return 0;
+	return -1;
+}
+
+/* ---------------------------------------------------------------------- */
+/*
+ * The biased write lock (wait.c's, between processes).  The thread that
+ * writes alone becomes wr_lock's owner and takes it with plain stores;
+ * everyone else takes wr_lock the ordinary way and first revokes the bias.
+ * What wait.c keeps in a thread's own memory lives in the arena here, as a
+ * revoker in another process must read it: each thread that holds a bias
+ * has a record (struct sh_bias_rec) of its own, named by a random 64-bit
+ * token of its thread (pids and tids repeat across pid namespaces); the
+ * owner word is the owner's token with its record's index in the low bits.
+ * A record is a thread's until the thread is found dead, so `busy` has one
+ * writer: a thread that read itself as owner, stopped, and resumed after
+ * the bias moved on stores only to its own record.
+ *
+ *   owner, in:    load owner: us, and wr_lock: 0; store busy = 1; load
+ *                 revoke (acquire) and owner again: 0 and us, it holds
+ *                 the lock; else store busy = 0 and go the ordinary way
+ *   owner, out:   store busy = 0 (release); load revoke: 1, wake busy
+ *   revoker:      (holds wr_lock) store revoke = 1; membarrier; wait
+ *                 until the owner's busy is 0 (acquire); owner = 0
+ *
+ * The membarrier runs a full barrier on the owner's CPU between the
+ * revoker's store and its load: an owner whose store of busy came before
+ * it is seen and waited for, one whose store came after it loads revoke
+ * later still and sees 1.  A grant (under wr_lock, by the thread that
+ * took it SH_BIAS_AFTER times in a row in sh_writev) stores the record,
+ * then owner (release), then revoke = 0 (release): an owner's acquire load
+ * of revoke that reads 0 orders the granting section before its own.  The
+ * owner's release of busy and the revoker's acquire load order the
+ * owner's section before the revoker's.  Each revoke doubles the takes in
+ * a row a bias costs, so two writers taking turns pay a membarrier ever
+ * more rarely.
+ *
+ * Deaths and scribbles.  An owner killed inside a fast section leaves busy
+ * set: the revoker asks whether its process lives every SH_SLEEP_NS, and
+ * takes over from the dead as lock_acquire does (repair_writer, then a
+ * sweep for the pages it held).  A live owner inside for
+ * LOCK_STUCK_WAITS sleeps is taken for a scribble (a fast section is a
+ * bounded copy and never blocks): EIO.  Only sh_writev's path comes the
+ * fast way; a wait, a reservation, a lease take wr_lock the ordinary way.
+ * A fast section holds no reference on its file: pp_close() of a write
+ * end revokes a bias held in this process first (pp__shared_unbias), and
+ * sh_writev takes a reference before it lets go to wait.
+ */
+static __thread uint64_t bias_tok __attribute__((tls_model("initial-exec")));
+static __thread uint32_t bias_tid __attribute__((tls_model("initial-exec")));
+
+#define BIAS_IDX	((uint64_t)SH_BIAS_RECS - 1)
+_Static_assert((SH_BIAS_RECS & (SH_BIAS_RECS - 1)) == 0, "the index is a mask");
+
+/* This thread's token: random, its low bits clear for a record's index, never 0. */
+static uint64_t bias_token(void)
+{
+	uint64_t t = 0;
+
+	if (likely(bias_tok))
+		return bias_tok;
+	if (syscall(SYS_getrandom, &t, sizeof(t), GRND_NONBLOCK) != (long)sizeof(t))
+		t = (uint64_t)pp__mono_ns() * 0x9e3779b97f4a7c15ull ^ (uintptr_t)&t ^
+		    ((uint64_t)syscall(SYS_gettid) << 32);
+	t &= ~BIAS_IDX;
+	bias_tok = t ? t : ~BIAS_IDX;
+	bias_tid = (uint32_t)syscall(SYS_gettid);
+	return bias_tok;
+}
+
+/* A thread of the named process, gone (or its process a zombie). */
+static bool tid_dead(uint32_t pid, uint32_t tid)
+{
+	char path[64];
+
+	if (pid_dead(pid))
+		return true;
+	snprintf(path, sizeof(path), "/proc/%u/task/%u", pid, tid);
+	return access(path, F_OK) && errno == ENOENT;
+}
+
+/* The fast way into wr_lock: true if this thread now holds it (*rec, its record). */
+static bool wr_fast_enter(struct sh_pipe *sp, struct sh_bias_rec **rec)
+{
+	struct sh_ctrl *c = ctrl(sp);
+	uint64_t tok = bias_tok, o;
+	struct sh_bias_rec *r;
+
+	/* Not while wr_lock is held: by a revoker, or by this thread (a lease). */
+	if (!tok || ((o = __atomic_load_n(&c->wr_owner, __ATOMIC_RELAXED)) & ~BIAS_IDX) != tok ||
+	    __atomic_load_n(&c->wr_lock, __ATOMIC_RELAXED) || pp__arena_poisoned(&sp->arena))
+		return false;
+	r = &c->wr_rec[o & BIAS_IDX];
+	__atomic_store_n(&r->busy, 1, __ATOMIC_RELAXED);
+	/* The revoker's membarrier orders the hardware: see above. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (unlikely(__atomic_load_n(&c->wr_revoke, __ATOMIC_ACQUIRE) ||
+		     __atomic_load_n(&c->wr_owner, __ATOMIC_RELAXED) != o)) {
+		__atomic_store_n(&r->busy, 0, __ATOMIC_RELEASE);
+		futex(&r->busy, FUTEX_WAKE, INT_MAX, NULL);
+		return false;
+	}
+	*rec = r;
+	return true;
+}
+
+static void wr_fast_exit(struct sh_ctrl *c, struct sh_bias_rec *r)
+{
+	/* Release: the section before a revoker's. */
+	__atomic_store_n(&r->busy, 0, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (unlikely(__atomic_load_n(&c->wr_revoke, __ATOMIC_RELAXED)))
+		futex(&r->busy, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+/*
+ * With wr_lock held, taken the ordinary way: no owner inside from here
+ * on, none to come, unless the owner is this thread (which is not inside,
+ * as it holds wr_lock).  0, or -EIO.
+ */
+static int wr_revoke_bias(struct sh_pipe *sp)
+{
+	const struct timespec bounded = { .tv_nsec = 100000 };
+	struct sh_ctrl *c = ctrl(sp);
+	uint64_t o = __atomic_load_n(&c->wr_owner, __ATOMIC_ACQUIRE);
+	struct sh_bias_rec *r;
+	long long t0, checked;
+	uint32_t busy, after;
+
+	if (!o || (bias_tok && (o & ~BIAS_IDX) == bias_tok))
+		return 0;
+	__atomic_store_n(&c->wr_revoke, 1, __ATOMIC_RELAXED);
+	r = &c->wr_rec[o & BIAS_IDX];
+	if (sh_barrier()) {
+		/*
+		 * No barrier here (asym_off, set by this process): an owner
+		 * that entered just now may not show busy yet.  Its store
+		 * reaches us in far less than a millisecond on every machine
+		 * we know; this is a practical bound, not a proof, for a
+		 * kind of process (membarrier refused) that sets asym_off
+		 * when it attaches, so no bias is granted once it is there.
+		 */
+		struct timespec ms = { 0, 1000000 };
+
+		nanosleep(&ms, NULL);
+	}
+	t0 = checked = pp__mono_ns();
+	while ((busy = __atomic_load_n(&r->busy, __ATOMIC_ACQUIRE)) != 0) {
+		long long now;
+
+		futex(&r->busy, FUTEX_WAIT, busy, &bounded);
+		now = pp__mono_ns();
+		if (now - checked < SH_SLEEP_NS)
+			continue;
+		checked = now;
+		if (pid_dead(__atomic_load_n(&r->pid, __ATOMIC_RELAXED))) {
+			/* Killed inside: as a lock taken over from the dead. */
+			__atomic_store_n(&r->busy, 0, __ATOMIC_RELAXED);
+			repair_writer(sp);
+			__atomic_store_n(&c->sweep, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&c->wr_dead_owners, 1, __ATOMIC_RELAXED);
+			break;
+		}
+		if (now - t0 > LOCK_STUCK_WAITS * SH_SLEEP_NS)
+			return corrupt(sp);
+	}
+	__atomic_store_n(&c->wr_owner, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->wr_revokes, __atomic_load_n(&c->wr_revokes, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELAXED);
+	after = __atomic_load_n(&c->wr_bias_after, __ATOMIC_RELAXED);
+	after = after < SH_BIAS_AFTER ? SH_BIAS_AFTER : after;
+	__atomic_store_n(&c->wr_bias_after, min_t(uint32_t, 2 * min_t(uint32_t, after, SH_BIAS_AFTER_MAX),
+						 SH_BIAS_AFTER_MAX), __ATOMIC_RELAXED);
+	return 0;
+}
+
+/*
+ * sh_writev, wr_lock taken the ordinary way: one more take in a row by
+ * this thread, and the bias if they are enough.  A record: this thread's
+ * own, a free one, or one whose thread is dead.
+ */
+static void wr_bias_count(struct sh_pipe *sp)
+{
+	struct sh_ctrl *c = ctrl(sp);
+	uint64_t tok, o = __atomic_load_n(&c->wr_owner, __ATOMIC_RELAXED);
+	uint32_t after, streak;
+	int pick = -1;
+
+	if (o || !asym_on(c))
+		return;
+	tok = bias_token();
+	if (__atomic_load_n(&c->wr_last, __ATOMIC_RELAXED) != tok) {
+		__atomic_store_n(&c->wr_last, tok, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->wr_streak, 0, __ATOMIC_RELAXED);
+	}
+	streak = __atomic_load_n(&c->wr_streak, __ATOMIC_RELAXED) + 1;
+	__atomic_store_n(&c->wr_streak, streak, __ATOMIC_RELAXED);
+	after = __atomic_load_n(&c->wr_bias_after, __ATOMIC_RELAXED);
+	if (streak < (after < SH_BIAS_AFTER ? SH_BIAS_AFTER : after))
+		return;
+	for (unsigned int i = 0; i < SH_BIAS_RECS && pick < 0; i++)
+		if (__atomic_load_n(&c->wr_rec[i].tok, __ATOMIC_RELAXED) == tok)
+			pick = (int)i;
+	for (unsigned int i = 0; i < SH_BIAS_RECS && pick < 0; i++) {
+		struct sh_bias_rec *r = &c->wr_rec[i];
+
+		if (!__atomic_load_n(&r->tok, __ATOMIC_RELAXED) ||
+		    tid_dead(__atomic_load_n(&r->pid, __ATOMIC_RELAXED),
+			     __atomic_load_n(&r->tid, __ATOMIC_RELAXED)))
+			pick = (int)i;
+	}
+	if (pick < 0) {
+		__atomic_store_n(&c->wr_streak, 0, __ATOMIC_RELAXED);	/* look again later */
+		return;
+	}
+	__atomic_store_n(&c->wr_rec[pick].busy, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->wr_rec[pick].pid, my_pid(), __ATOMIC_RELAXED);
+	__atomic_store_n(&c->wr_rec[pick].tid, bias_tid, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->wr_rec[pick].tok, tok, __ATOMIC_RELAXED);
+	/* Release: the record before the owner that names it (pp__shared_unbias). */
+	__atomic_store_n(&c->wr_owner, tok | (uint64_t)pick, __ATOMIC_RELEASE);
+	/* Release: the owner, and this section, before its first fast one. */
+	__atomic_store_n(&c->wr_revoke, 0, __ATOMIC_RELEASE);
+}
+
 /*
  * Pages a dead process held: the ones it had taken for a write and not yet
  * shown (sh_writev, a reservation), and the ones it had retired and not yet
@@ -357,6 +672,11 @@ static int sweep(struct sh_pipe *sp)
 
 	if (err)
 		return err;
+	err = wr_revoke_bias(sp);
+	if (err) {
+		side_unlock(&c->wr_lock);
+		return err;
+	}
 	head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
 	tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
 	err = check_bounds(sp, head, tail);
@@ -388,6 +708,13 @@ static int side_lock(struct sh_pipe *sp, uint32_t *lock)
 	struct sh_ctrl *c = ctrl(sp);
 	int err = lock_acquire(sp, lock);
 
+	if (!err && lock == &c->wr_lock) {
+		/* Every take of wr_lock but the fast way's: the owner must be out. */
+		err = wr_revoke_bias(sp);
+		if (err)
+			side_unlock(lock);
+		return err;
+	}
 	/* The flag is on rd_lock's line, which this CPU has just taken. */
 	if (unlikely(!err && lock == &c->rd_lock && __atomic_load_n(&c->sweep, __ATOMIC_RELAXED))) {
 		err = sweep(sp);
@@ -400,9 +727,22 @@ static int side_lock(struct sh_pipe *sp, uint32_t *lock)
 /* ---------------------------------------------------------------------- */
 /* Waiting.  Wake-ups as in wait.c: see the head comment. */
 
-static void wake(uint32_t *wq, uint32_t *sleepers)
+static void wake(struct sh_ctrl *c, uint32_t *wq, uint32_t *sleepers)
 {
-	if (__atomic_fetch_add(sleepers, 0, __ATOMIC_SEQ_CST)) {
+	uint32_t n;
+
+	if (likely(asym_on(c))) {
+		/*
+		 * A plain load after the caller's store of head, tail or a
+		 * count, in the compiler's order too; the sleeper's
+		 * membarrier orders it with the hardware's (wait_for).
+		 */
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		n = __atomic_load_n(sleepers, __ATOMIC_RELAXED);
+	} else {
+		n = __atomic_fetch_add(sleepers, 0, __ATOMIC_SEQ_CST);
+	}
+	if (n) {
 		__atomic_fetch_add(wq, 1, __ATOMIC_SEQ_CST);
 		futex(wq, FUTEX_WAKE, INT_MAX, NULL);
 	}
@@ -540,6 +880,16 @@ sleep:
 		if (peer_side_gone(e))
 			return false;
 		__atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
+		/*
+		 * A waker of an asymmetric pipe loads sleepers plainly: the
+		 * barrier on its CPU either came after its store of the ring,
+		 * which the look below then sees, or before its load, which
+		 * then sees our increment (wait.c's argument, across
+		 * processes).  One that read asym_off clear as we set it is
+		 * missed for SH_SLEEP_NS at most.
+		 */
+		if (!__atomic_load_n(&c->asym_off, __ATOMIC_RELAXED))
+			(void)sh_barrier();
 		seq = __atomic_load_n(wq, __ATOMIC_SEQ_CST);
 		if (!ready(e->sp))
 			futex(wq, FUTEX_WAIT, seq, &ts);
@@ -803,7 +1153,30 @@ static uint32_t publish_head(struct sh_ctrl *c, uint32_t head)
  * pipe_write(): the sub-page head of the write merges into the last
  * buffer when it may take all of it, then whole pages, a slot each.
  */
-static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
+/*
+ * wr_lock, let go: the fast way's or the ordinary.  A wait after it
+ * takes wr_lock the ordinary way again.
+ */
+static void wr_unlock(struct sh_ctrl *c, struct sh_bias_rec **fast)
+{
+	if (*fast) {
+		wr_fast_exit(c, *fast);
+		*fast = NULL;
+		return;
+	}
+	side_unlock(&c->wr_lock);
+}
+
+/* A fast section holds no reference on its file: one is taken before a wait. */
+static void hold_file(struct pp_file *f, bool *ref)
+{
+	if (!*ref) {
+		pp__file_get(f);
+		*ref = true;
+	}
+}
+
+static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, bool *ref)
 {
 	struct sh_end *e = end_of(f);
 	struct sh_pipe *sp = e->sp;
@@ -813,6 +1186,7 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	size_t left, chars;
 	uint32_t head, head_pub, tail, flags, max;
 	unsigned int tries = 0;
+	struct sh_bias_rec *fast = NULL;
 	bool gone = false;
 	int err;
 
@@ -823,24 +1197,29 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	chars = left & (pp__page_size - 1);
 
 	note_cpu(c, e->side);
-	err = side_lock(sp, &c->wr_lock);
-	if (err)
-		return err;
+	if (!wr_fast_enter(sp, &fast)) {
+		pp__file_get(f);
+		*ref = true;
+		err = side_lock(sp, &c->wr_lock);
+		if (err)
+			return err;
+		wr_bias_count(sp);
+	}
 	head = head_pub = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
 	tail = __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE);
 	err = check_bounds(sp, head, tail);
 	if (err) {
-		side_unlock(&c->wr_lock);
+		wr_unlock(c, &fast);
 		return err;
 	}
 	if (!peer_side_open(e)) {
-		side_unlock(&c->wr_lock);
+		wr_unlock(c, &fast);
 		return pp__pipe_epipe(f);
 	}
 	if (chars && head != tail) {
 		ret = slot_extend(sp, slot(sp, head - 1), &it, chars);
 		if (ret < 0) {
-			side_unlock(&c->wr_lock);
+			wr_unlock(c, &fast);
 			return ret;
 		}
 		left -= (size_t)ret;
@@ -874,9 +1253,10 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 			}
 			if (head != head_pub)
 				head_pub = publish_head(c, head);
-			side_unlock(&c->wr_lock);
+			hold_file(f, ref);
+			wr_unlock(c, &fast);
 			if (ret)
-				wake(&c->rd_wait, &c->rd_sleepers);
+				wake(c, &c->rd_wait, &c->rd_sleepers);
 			gone = !wait_for(e, has_room, &c->wr_wait, &c->wr_sleepers, NULL, NULL);
 			err = side_lock(sp, &c->wr_lock);
 			if (err)
@@ -901,9 +1281,10 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		if (err == -ENOMEM) {
 			if (head != head_pub)
 				head_pub = publish_head(c, head);
-			side_unlock(&c->wr_lock);
+			hold_file(f, ref);
+			wr_unlock(c, &fast);
 			if (ret)
-				wake(&c->rd_wait, &c->rd_sleepers);
+				wake(c, &c->rd_wait, &c->rd_sleepers);
 			err = pages_wait(&tries);
 			if (!err)
 				err = side_lock(sp, &c->wr_lock);
@@ -935,15 +1316,32 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		if (head - head_pub >= SH_PUBLISH_PAGES)
 			head_pub = publish_head(c, head);
 	}
+	if (fast)
+		PP__SH_FAST_STEP(f);
 	if (head != head_pub)
 		publish_head(c, head);
 	/* Not ready: full with a reader left (EPIPE is ready, as POLLERR). */
 	if (ev_on(sp, 1) && (ret == -EAGAIN || (ret > 0 && !has_room(sp))))
 		event_clear(sp, 1);
-	side_unlock(&c->wr_lock);
+	wr_unlock(c, &fast);
 	if (ret > 0)
-		wake(&c->rd_wait, &c->rd_sleepers);
+		wake(c, &c->rd_wait, &c->rd_sleepers);
 	return ret;
+}
+
+/*
+ * pp_write's way in, with no reference taken for it (do_writev): the
+ * fast way needs none (see the biased write lock); sh_write takes one
+ * otherwise, and before a wait.
+ */
+static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
+{
+	bool ref = false;
+	ssize_t r = sh_write(f, iov, iovcnt, &ref);
+
+	if (ref)
+		pp__file_put(f);
+	return r;
 }
 
 /*
@@ -1285,7 +1683,7 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		}
 		side_unlock(&c->rd_lock);
 		if (freed)
-			wake(&c->wr_wait, &c->wr_sleepers);
+			wake(c, &c->wr_wait, &c->wr_sleepers);
 		freed = false;
 		/* Gone: EOF, once the loop has taken what was written before. */
 		gone = !wait_for(e, has_data, &c->rd_wait, &c->rd_sleepers, hint0, hint1);
@@ -1303,7 +1701,7 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		event_clear(sp, 0);
 	side_unlock(&c->rd_lock);
 	if (freed)
-		wake(&c->wr_wait, &c->wr_sleepers);
+		wake(c, &c->wr_wait, &c->wr_sleepers);
 	return ret;
 }
 
@@ -1400,7 +1798,7 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 			}
 			side_unlock(&c->rd_lock);
 			if (freed)
-				wake(&c->wr_wait, &c->wr_sleepers);
+				wake(c, &c->wr_wait, &c->wr_sleepers);
 			freed = false;
 			gone = !wait_for(e, has_data, &c->rd_wait, &c->rd_sleepers, NULL, NULL);
 			err = side_lock(sp, &c->rd_lock);
@@ -1450,14 +1848,14 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 			break;
 		if (lent) {
 			if (freed)
-				wake(&c->wr_wait, &c->wr_sleepers);
+				wake(c, &c->wr_wait, &c->wr_sleepers);
 			return (ssize_t)lent;
 		}
 		err = 0;
 	}
 	side_unlock(&c->rd_lock);
 	if (freed)
-		wake(&c->wr_wait, &c->wr_sleepers);
+		wake(c, &c->wr_wait, &c->wr_sleepers);
 	return err;
 }
 
@@ -1500,7 +1898,7 @@ void pp__shared_consume(struct pp_file *f, size_t n)
 		event_clear(sp, 0);
 	side_unlock(&c->rd_lock);
 	if (freed)
-		wake(&c->wr_wait, &c->wr_sleepers);
+		wake(c, &c->wr_wait, &c->wr_sleepers);
 }
 
 /*
@@ -1627,7 +2025,7 @@ ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, cons
 		event_clear(sp, 1);
 	side_unlock(&c->wr_lock);
 	if (ret)
-		wake(&c->rd_wait, &c->rd_sleepers);
+		wake(c, &c->rd_wait, &c->rd_sleepers);
 	return ret;
 }
 
@@ -1751,7 +2149,14 @@ static void reg_fork_parent(void)
 static void reg_fork_child(void)
 {
 	remember_pid();
+	/* Not the parent's thread: a token of its own, and the registration (sh_register). */
+	bias_tok = 0;
+	bias_tid = 0;
+	if (__atomic_load_n(&sh_asym, __ATOMIC_RELAXED) == 1 && !sh_register())
+		__atomic_store_n(&sh_asym, -1, __ATOMIC_RELAXED);
 	for (struct sh_end *e = reg_head; e; e = e->next) {
+		if (__atomic_load_n(&sh_asym, __ATOMIC_RELAXED) != 1)
+			__atomic_store_n(&ctrl(e->sp)->asym_off, 1, __ATOMIC_SEQ_CST);
 		if (e->token >= 0)
 			__atomic_fetch_add(count_of(ctrl(e->sp), e->side), 1, __ATOMIC_SEQ_CST);
 		/*
@@ -1774,6 +2179,33 @@ static void reg_fork_child(void)
 		}
 	}
 	pthread_mutex_unlock(&reg_lock);
+}
+
+/*
+ * pp_close() of a write end, before the end can go: a fast section holds
+ * no reference on it, so a bias held by a thread of this process is
+ * revoked (taking wr_lock does it), which waits for its section to end.
+ * An owner in another process writes through its own ends.
+ */
+void pp__shared_unbias(struct pp_file *f)
+{
+	struct sh_end *e = end_of(f);
+	struct sh_ctrl *c = ctrl(e->sp);
+	/* Acquire: the record the grant stored before it. */
+	uint64_t o = __atomic_load_n(&c->wr_owner, __ATOMIC_ACQUIRE);
+
+	if (!o || __atomic_load_n(&c->wr_rec[o & BIAS_IDX].pid, __ATOMIC_RELAXED) != my_pid())
+		return;
+	if (!side_lock(e->sp, &c->wr_lock))
+		side_unlock(&c->wr_lock);
+}
+
+void pp__shared_bias_stats(struct pp_file *f, unsigned int *revokes, unsigned int *dead)
+{
+	struct sh_ctrl *c = ctrl(end_of(f)->sp);
+
+	*revokes = __atomic_load_n(&c->wr_revokes, __ATOMIC_RELAXED);
+	*dead = __atomic_load_n(&c->wr_dead_owners, __ATOMIC_RELAXED);
 }
 
 /* A process that exits holds no end from then on: its peers need not wait to learn it. */
@@ -1984,6 +2416,16 @@ static void *event_watch(void *arg)
 		}
 		/* A sleeper as wait_for's: the count before the look (see the head comment). */
 		__atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
+		/*
+		 * A waker of an asymmetric pipe loads sleepers plainly: the
+		 * barrier on its CPU either came after its store of the ring,
+		 * which the look below then sees, or before its load, which
+		 * then sees our increment (wait.c's argument, across
+		 * processes).  One that read asym_off clear as we set it is
+		 * missed for SH_SLEEP_NS at most.
+		 */
+		if (!__atomic_load_n(&c->asym_off, __ATOMIC_RELAXED))
+			(void)sh_barrier();
 		seq = __atomic_load_n(wq, __ATOMIC_SEQ_CST);
 		if (!ev_ready(ev) && !__atomic_load_n(&ev->stop, __ATOMIC_ACQUIRE))
 			futex(wq, FUTEX_WAIT, seq, &ts);
@@ -2135,6 +2577,7 @@ int pp__shared_pipe2(struct pp_file *ends[2], int flags)
 		return err;
 	}
 	c = ctrl(sp);
+	asym_attach(c);
 	c->max_usage = PP_DEF_SLOTS;
 	c->cpu[0] = c->cpu[1] = -1;
 	{
@@ -2254,6 +2697,7 @@ static struct pp_file *do_import(const int fds[2], int flags, int *err)
 	f->private = e;
 	__atomic_fetch_add(count_of(ctrl(sp), side), 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&reg_lock);
+	asym_attach(ctrl(sp));
 	reg_add(e);
 	pthread_mutex_unlock(&reg_lock);
 	return f;

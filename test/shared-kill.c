@@ -26,6 +26,7 @@
  *    leases' pages are gone after a few kills and the writes end in ENOMEM.
  */
 #include "helpers.h"
+#include "internal.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -295,6 +296,13 @@ static int writers_killed(void)
 	ASSERT_EQ(have, 0);		/* no half record at the end */
 	ASSERT_EQ(t.bad, 0);
 	ASSERT_GE(t.records, ROUNDS);
+	{
+		unsigned int revokes, dead;
+
+		pp__shared_bias_stats(p[0], &revokes, &dead);
+		printf("writers_killed: %u biases revoked, %u of them from a writer killed inside\n",
+		       revokes, dead);
+	}
 	pp_close(p[0]);
 	unlink(rec_file);
 	free(buf);
