@@ -126,6 +126,9 @@ struct sh_ctrl {
 	struct sh_bias_rec wr_rec[SH_BIAS_RECS];
 };
 _Static_assert(sizeof(struct sh_ctrl) <= PP_ARENA_CTRL_SIZE, "ctrl outgrew its room");
+/* test/fuzz-shared leaves the lock words and the records' busy words alone: it knows where. */
+_Static_assert(offsetof(struct sh_ctrl, rd_lock) == 64 && offsetof(struct sh_ctrl, wr_rec) == 512 &&
+	       sizeof(struct sh_bias_rec) == 64, "test/fuzz-shared knows these places");
 
 /*
  * A slot: its bytes are [offset, end) of its page.  Filled by the writer

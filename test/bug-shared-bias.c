@@ -202,6 +202,7 @@ static pid_t owner_child(struct pp_file *p[2], int mode, size_t what, int notify
 	step_mode = mode;
 	if (pp_write(p[1], big, what) != (ssize_t)what)
 		_exit(2);
+	free(big);
 	_exit(0);
 }
 

@@ -14,11 +14,13 @@
  * bytes read are exactly the bytes written, in order.  No descriptor or
  * mapping outlives an input.
  *
- * The two side-lock words are left alone: a scribbled lock is waited on
- * for 2 s before it is called corrupt, which would make every such input
- * a slow one; test/shared-faults scribbles on them.  Their place (the
- * first word of the control area and the word 64 bytes on) is shared.c's
- * struct sh_ctrl.
+ * The two side-lock words are left alone, and so are the busy words of
+ * the write bias's records: a scribbled lock or busy word is waited on for
+ * 2 s before it is called corrupt, which would make every such input a
+ * slow one; test/shared-faults scribbles on the locks.  Their places (the
+ * first word of the control area, the word 64 bytes on, and the first
+ * word of each 64-byte record from 512 bytes on) are shared.c's struct
+ * sh_ctrl, which asserts them.
  */
 #define FUZZ_NAME "fuzz-shared"
 #include "internal.h"
@@ -68,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int lowest_fd = lowest_free_fd(), fds[2];
 	unsigned char *map;
 	struct stat st;
-	size_t words, lock0, lock1;
+	size_t words, lock0, lock1, busy0;
 
 	if (pp_pipe2(e, PP_O_SHARED | O_NONBLOCK | PP_O_NOSIGPIPE))
 		abort();
@@ -88,6 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	words = lay.pages_off / 4;
 	lock0 = lay.ctrl_off / 4;
 	lock1 = (lay.ctrl_off + 64) / 4;
+	busy0 = (lay.ctrl_off + 512) / 4;
 
 	for (unsigned int op = 0; op < 256 && c.n; op++) {
 		unsigned int k = u8(&c);
@@ -125,7 +128,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			size_t w = u16(&c) % words;
 			uint32_t val = u8(&c) & 1 ? u8(&c) % 300 : (uint32_t)u16(&c) << 16 | u16(&c);
 
-			if (w == lock0 || w == lock1)
+			if (w == lock0 || w == lock1 ||
+			    (w >= busy0 && w < busy0 + 8 * 16 && (w - busy0) % 16 == 0))
 				break;
 			memcpy(map + w * 4, &val, 4);
 			scribbled = true;
