@@ -36,7 +36,9 @@
  * Wake-ups are wait.c's: a waker's store of head or tail (or of a count)
  * comes before its read-modify-write of the sleepers count, a sleeper's
  * increment of that count before its look at the ring; both are seq_cst,
- * so one of the two sees the other.
+ * so one of the two sees the other.  A small write by the biased writer
+ * wakes readers with a plain load instead, and a reader pays a membarrier
+ * (wake_readers_plain).
  *
  * pipe.c's drained slot and its reader's view of the slot at tail are
  * here too (the ring, below; docs/shared-pipes.md section 3c); splice,
@@ -103,6 +105,7 @@ struct sh_ctrl {
 	uint32_t wr_revoke;		/* 1: the fast way is shut; 0 set (release) with an owner */
 	uint64_t wr_owner;		/* the owner's token | its record's index; 0 none */
 	uint32_t asym_off;		/* sticky: a process of the pipe cannot membarrier(2) */
+	uint32_t plain_wake;		/* a fast writer wakes readers with a plain load: wake_readers_plain */
 	uint32_t wr_streak;		/* ordinary takes in a row by wr_last; under wr_lock */
 	uint64_t wr_last;		/* token of the last ordinary taker in sh_writev; under wr_lock */
 	uint32_t wr_bias_after;		/* takes in a row that earn the bias; under wr_lock */
@@ -583,8 +586,14 @@ static int wr_revoke_bias(struct sh_pipe *sp)
 		if (now - checked < SH_SLEEP_NS)
 			continue;
 		checked = now;
-		if (pid_dead(__atomic_load_n(&r->pid, __ATOMIC_RELAXED))) {
-			/* Killed inside: as a lock taken over from the dead. */
+		/*
+		 * Dead, and busy still set after we learnt it: killed inside.
+		 * (An owner that left its section and then exited, while we
+		 * slept, cleared busy first.)
+		 */
+		if (pid_dead(__atomic_load_n(&r->pid, __ATOMIC_RELAXED)) &&
+		    __atomic_load_n(&r->busy, __ATOMIC_ACQUIRE)) {
+			/* As a lock taken over from the dead. */
 			__atomic_store_n(&r->busy, 0, __ATOMIC_RELAXED);
 			repair_writer(sp);
 			__atomic_store_n(&c->sweep, 1, __ATOMIC_RELAXED);
@@ -595,6 +604,8 @@ static int wr_revoke_bias(struct sh_pipe *sp)
 			return corrupt(sp);
 	}
 	__atomic_store_n(&c->wr_owner, 0, __ATOMIC_RELAXED);
+	/* No fast writer now, so none that wakes plainly: readers sleep without a barrier. */
+	__atomic_store_n(&c->plain_wake, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&c->wr_revokes, __atomic_load_n(&c->wr_revokes, __ATOMIC_RELAXED) + 1,
 			 __ATOMIC_RELAXED);
 	after = __atomic_load_n(&c->wr_bias_after, __ATOMIC_RELAXED);
@@ -730,25 +741,58 @@ static int side_lock(struct sh_pipe *sp, uint32_t *lock)
 /* ---------------------------------------------------------------------- */
 /* Waiting.  Wake-ups as in wait.c: see the head comment. */
 
-static void wake(struct sh_ctrl *c, uint32_t *wq, uint32_t *sleepers)
+/*
+ * Wake-ups: a read-modify-write of the sleeper count, ordered with every
+ * sleeper's increment (the head comment), but for the one that matters at
+ * 64 B: a small write by the fast way wakes readers with a plain load
+ * (wake_readers_plain), since any locked instruction after its stores
+ * waits for them to reach the reader's CPU.  A reader that finds
+ * plain_wake set pays a membarrier before it sleeps instead.  The flag
+ * keeps that barrier (16.6 us on this VM, an IPI to the writer's CPU) off
+ * the reader's sleeps where no plain wake-up is made: bulk traffic paid
+ * 20% of its throughput for it (docs/shared-pipes.md, 3d).
+ */
+static void wake_n(uint32_t *wq, uint32_t n)
 {
-	uint32_t n;
-
-	if (likely(asym_on(c))) {
-		/*
-		 * A plain load after the caller's store of head, tail or a
-		 * count, in the compiler's order too; the sleeper's
-		 * membarrier orders it with the hardware's (wait_for).
-		 */
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		n = __atomic_load_n(sleepers, __ATOMIC_RELAXED);
-	} else {
-		n = __atomic_fetch_add(sleepers, 0, __ATOMIC_SEQ_CST);
-	}
 	if (n) {
 		__atomic_fetch_add(wq, 1, __ATOMIC_SEQ_CST);
 		futex(wq, FUTEX_WAKE, INT_MAX, NULL);
 	}
+}
+
+static void wake(struct sh_ctrl *c, uint32_t *wq, uint32_t *sleepers)
+{
+	(void)c;
+	wake_n(wq, __atomic_fetch_add(sleepers, 0, __ATOMIC_SEQ_CST));
+}
+
+/*
+ *   writer (once):  exchange plain_wake = 1; rd_sleepers + 0 (seq_cst both)
+ *   writer (after): store head or end; load rd_sleepers (plain)
+ *   reader:         rd_sleepers + 1 (seq_cst); load plain_wake (seq_cst):
+ *                   1: membarrier; then look at the ring
+ *
+ * A reader that reads plain_wake 0 comes before the writer's exchange in
+ * the seq_cst order, so its increment comes before the writer's
+ * read-modify-write of the count, which sees it and wakes it; every later
+ * wake-up of that writer is by a plain load, and a reader that sleeps
+ * after the exchange reads 1 and runs the membarrier: wait.c's argument.
+ * The flag is cleared by a revoke, once the owner is out (revoke_bias):
+ * a reader that reads that 0 has the owner's section before it (the
+ * owner's release of busy, the revoker's acquire), so it sees the stores
+ * an owner's plain wake-up after its section would have been about.
+ */
+static void wake_readers_plain(struct sh_ctrl *c)
+{
+	if (unlikely(!__atomic_load_n(&c->plain_wake, __ATOMIC_RELAXED))) {
+		/* The first since the flag was clear: both seq_cst, so it sees any sleeper. */
+		__atomic_exchange_n(&c->plain_wake, 1, __ATOMIC_SEQ_CST);
+		wake(c, &c->rd_wait, &c->rd_sleepers);
+		return;
+	}
+	/* A plain load after the caller's stores, in the compiler's order too. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	wake_n(&c->rd_wait, __atomic_load_n(&c->rd_sleepers, __ATOMIC_RELAXED));
 }
 
 static void wake_all(struct sh_ctrl *c)
@@ -884,14 +928,13 @@ sleep:
 			return false;
 		__atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
 		/*
-		 * A waker of an asymmetric pipe loads sleepers plainly: the
+		 * A writer that wakes readers with a plain load (see
+		 * wake_readers_plain) has set plain_wake first: then the
 		 * barrier on its CPU either came after its store of the ring,
-		 * which the look below then sees, or before its load, which
-		 * then sees our increment (wait.c's argument, across
-		 * processes).  One that read asym_off clear as we set it is
-		 * missed for SH_SLEEP_NS at most.
+		 * which the look below sees, or before its load, which sees
+		 * our increment (wait.c's argument, across processes).
 		 */
-		if (!__atomic_load_n(&c->asym_off, __ATOMIC_RELAXED))
+		if (sleepers == &c->rd_sleepers && __atomic_load_n(&c->plain_wake, __ATOMIC_SEQ_CST))
 			(void)sh_barrier();
 		seq = __atomic_load_n(wq, __ATOMIC_SEQ_CST);
 		if (!ready(e->sp))
@@ -1190,7 +1233,7 @@ static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, 
 	uint32_t head, head_pub, tail, flags, max;
 	unsigned int tries = 0;
 	struct sh_bias_rec *fast = NULL;
-	bool gone = false;
+	bool gone = false, plain;
 	int err;
 
 	if (total <= 0)
@@ -1326,8 +1369,12 @@ static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, 
 	/* Not ready: full with a reader left (EPIPE is ready, as POLLERR). */
 	if (ev_on(sp, 1) && (ret == -EAGAIN || (ret > 0 && !has_room(sp))))
 		event_clear(sp, 1);
+	/* A small write that came the fast way: no locked instruction (wake_readers_plain). */
+	plain = fast && (size_t)total < pp__page_size && asym_on(c);
 	wr_unlock(c, &fast);
-	if (ret > 0)
+	if (ret > 0 && plain)
+		wake_readers_plain(c);
+	else if (ret > 0)
 		wake(c, &c->rd_wait, &c->rd_sleepers);
 	return ret;
 }
@@ -2420,14 +2467,13 @@ static void *event_watch(void *arg)
 		/* A sleeper as wait_for's: the count before the look (see the head comment). */
 		__atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
 		/*
-		 * A waker of an asymmetric pipe loads sleepers plainly: the
+		 * A writer that wakes readers with a plain load (see
+		 * wake_readers_plain) has set plain_wake first: then the
 		 * barrier on its CPU either came after its store of the ring,
-		 * which the look below then sees, or before its load, which
-		 * then sees our increment (wait.c's argument, across
-		 * processes).  One that read asym_off clear as we set it is
-		 * missed for SH_SLEEP_NS at most.
+		 * which the look below sees, or before its load, which sees
+		 * our increment (wait.c's argument, across processes).
 		 */
-		if (!__atomic_load_n(&c->asym_off, __ATOMIC_RELAXED))
+		if (sleepers == &c->rd_sleepers && __atomic_load_n(&c->plain_wake, __ATOMIC_SEQ_CST))
 			(void)sh_barrier();
 		seq = __atomic_load_n(wq, __ATOMIC_SEQ_CST);
 		if (!ev_ready(ev) && !__atomic_load_n(&ev->stop, __ATOMIC_ACQUIRE))
