@@ -380,7 +380,9 @@ static void side_unlock(uint32_t *lock)
  * of that measurement).  So, as between threads, the fast side orders its
  * stores and loads against the compiler alone and the slow side pays a
  * membarrier(2): MEMBARRIER_CMD_GLOBAL_EXPEDITED, a full barrier on every
- * CPU that runs a thread of a process registered for it.  Every process
+ * CPU that runs a thread of a process registered for it.  Two users: the
+ * biased write lock (below) and the readers' wake-up by a small fast write
+ * (wake_readers_plain).  Every process
  * of a shared pipe registers when it first makes or imports one (and a
  * child of fork() again, to be sure of it); a process that cannot, or
  * cannot issue the barrier (an old kernel, seccomp), sets asym_off in each
@@ -389,7 +391,7 @@ static void side_unlock(uint32_t *lock)
  * read asym_off clear just before it was set goes on the asymmetric way
  * once more: a sleeper it misses sleeps SH_SLEEP_NS at most (every sleep
  * is bounded), and a revoke it meets is made without a barrier (see
- * sh_barrier).
+ * wr_revoke_bias).
  */
 static int corrupt(struct sh_pipe *sp);
 
@@ -760,9 +762,8 @@ static void wake_n(uint32_t *wq, uint32_t n)
 	}
 }
 
-static void wake(struct sh_ctrl *c, uint32_t *wq, uint32_t *sleepers)
+static void wake(uint32_t *wq, uint32_t *sleepers)
 {
-	(void)c;
 	wake_n(wq, __atomic_fetch_add(sleepers, 0, __ATOMIC_SEQ_CST));
 }
 
@@ -787,7 +788,7 @@ static void wake_readers_plain(struct sh_ctrl *c)
 	if (unlikely(!__atomic_load_n(&c->plain_wake, __ATOMIC_RELAXED))) {
 		/* The first since the flag was clear: both seq_cst, so it sees any sleeper. */
 		__atomic_exchange_n(&c->plain_wake, 1, __ATOMIC_SEQ_CST);
-		wake(c, &c->rd_wait, &c->rd_sleepers);
+		wake(&c->rd_wait, &c->rd_sleepers);
 		return;
 	}
 	/* A plain load after the caller's stores, in the compiler's order too. */
@@ -1302,7 +1303,7 @@ static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, 
 			hold_file(f, ref);
 			wr_unlock(c, &fast);
 			if (ret)
-				wake(c, &c->rd_wait, &c->rd_sleepers);
+				wake(&c->rd_wait, &c->rd_sleepers);
 			gone = !wait_for(e, has_room, &c->wr_wait, &c->wr_sleepers, NULL, NULL);
 			err = side_lock(sp, &c->wr_lock);
 			if (err)
@@ -1330,7 +1331,7 @@ static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, 
 			hold_file(f, ref);
 			wr_unlock(c, &fast);
 			if (ret)
-				wake(c, &c->rd_wait, &c->rd_sleepers);
+				wake(&c->rd_wait, &c->rd_sleepers);
 			err = pages_wait(&tries);
 			if (!err)
 				err = side_lock(sp, &c->wr_lock);
@@ -1375,7 +1376,7 @@ static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, 
 	if (ret > 0 && plain)
 		wake_readers_plain(c);
 	else if (ret > 0)
-		wake(c, &c->rd_wait, &c->rd_sleepers);
+		wake(&c->rd_wait, &c->rd_sleepers);
 	return ret;
 }
 
@@ -1733,7 +1734,7 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		}
 		side_unlock(&c->rd_lock);
 		if (freed)
-			wake(c, &c->wr_wait, &c->wr_sleepers);
+			wake(&c->wr_wait, &c->wr_sleepers);
 		freed = false;
 		/* Gone: EOF, once the loop has taken what was written before. */
 		gone = !wait_for(e, has_data, &c->rd_wait, &c->rd_sleepers, hint0, hint1);
@@ -1751,7 +1752,7 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		event_clear(sp, 0);
 	side_unlock(&c->rd_lock);
 	if (freed)
-		wake(c, &c->wr_wait, &c->wr_sleepers);
+		wake(&c->wr_wait, &c->wr_sleepers);
 	return ret;
 }
 
@@ -1848,7 +1849,7 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 			}
 			side_unlock(&c->rd_lock);
 			if (freed)
-				wake(c, &c->wr_wait, &c->wr_sleepers);
+				wake(&c->wr_wait, &c->wr_sleepers);
 			freed = false;
 			gone = !wait_for(e, has_data, &c->rd_wait, &c->rd_sleepers, NULL, NULL);
 			err = side_lock(sp, &c->rd_lock);
@@ -1898,14 +1899,14 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 			break;
 		if (lent) {
 			if (freed)
-				wake(c, &c->wr_wait, &c->wr_sleepers);
+				wake(&c->wr_wait, &c->wr_sleepers);
 			return (ssize_t)lent;
 		}
 		err = 0;
 	}
 	side_unlock(&c->rd_lock);
 	if (freed)
-		wake(c, &c->wr_wait, &c->wr_sleepers);
+		wake(&c->wr_wait, &c->wr_sleepers);
 	return err;
 }
 
@@ -1948,7 +1949,7 @@ void pp__shared_consume(struct pp_file *f, size_t n)
 		event_clear(sp, 0);
 	side_unlock(&c->rd_lock);
 	if (freed)
-		wake(c, &c->wr_wait, &c->wr_sleepers);
+		wake(&c->wr_wait, &c->wr_sleepers);
 }
 
 /*
@@ -2075,7 +2076,7 @@ ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, cons
 		event_clear(sp, 1);
 	side_unlock(&c->wr_lock);
 	if (ret)
-		wake(c, &c->rd_wait, &c->rd_sleepers);
+		wake(&c->rd_wait, &c->rd_sleepers);
 	return ret;
 }
 
