@@ -599,7 +599,9 @@ static int wr_revoke_bias(struct sh_pipe *sp)
 			__atomic_store_n(&r->busy, 0, __ATOMIC_RELAXED);
 			repair_writer(sp);
 			__atomic_store_n(&c->sweep, 1, __ATOMIC_RELAXED);
-			__atomic_fetch_add(&c->wr_dead_owners, 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&c->wr_dead_owners,
+					 __atomic_load_n(&c->wr_dead_owners, __ATOMIC_RELAXED) + 1,
+					 __ATOMIC_RELAXED);
 			break;
 		}
 		if (now - t0 > LOCK_STUCK_WAITS * SH_SLEEP_NS)
@@ -676,23 +678,19 @@ static void wr_bias_count(struct sh_pipe *sp)
  * page user of the pipe held off, gives back each page that is neither in
  * a slot of the ring, nor the spare, nor free.
  */
-static int corrupt(struct sh_pipe *sp);
 static int check_bounds(struct sh_pipe *sp, uint32_t head, uint32_t tail);
+static int side_lock(struct sh_pipe *sp, uint32_t *lock);
 
 static int sweep(struct sh_pipe *sp)
 {
 	struct sh_ctrl *c = ctrl(sp);
 	unsigned char in_use[SH_PAGES] = { 0 };
 	uint32_t head, tail, spare, npages = sp->arena.lay.npages;
-	int err = lock_acquire(sp, &c->wr_lock);
+	/* wr_lock's way never sweeps: no recursion. */
+	int err = side_lock(sp, &c->wr_lock);
 
 	if (err)
 		return err;
-	err = wr_revoke_bias(sp);
-	if (err) {
-		side_unlock(&c->wr_lock);
-		return err;
-	}
 	head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
 	tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
 	err = check_bounds(sp, head, tail);
@@ -778,7 +776,7 @@ static void wake(uint32_t *wq, uint32_t *sleepers)
  * read-modify-write of the count, which sees it and wakes it; every later
  * wake-up of that writer is by a plain load, and a reader that sleeps
  * after the exchange reads 1 and runs the membarrier: wait.c's argument.
- * The flag is cleared by a revoke, once the owner is out (revoke_bias):
+ * The flag is cleared by a revoke, once the owner is out (wr_revoke_bias):
  * a reader that reads that 0 has the owner's section before it (the
  * owner's release of busy, the revoker's acquire), so it sees the stores
  * an owner's plain wake-up after its section would have been about.
@@ -1197,10 +1195,6 @@ static uint32_t publish_head(struct sh_ctrl *c, uint32_t head)
 }
 
 /*
- * pipe_write(): the sub-page head of the write merges into the last
- * buffer when it may take all of it, then whole pages, a slot each.
- */
-/*
  * wr_lock, let go: the fast way's or the ordinary.  A wait after it
  * takes wr_lock the ordinary way again.
  */
@@ -1223,6 +1217,11 @@ static void hold_file(struct pp_file *f, bool *ref)
 	}
 }
 
+/*
+ * pipe_write(): the sub-page head of the write merges into the last
+ * buffer when it may take all of it, then whole pages, a slot each.
+ * *ref: a reference on f was taken (the ordinary way, or before a wait).
+ */
 static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, bool *ref)
 {
 	struct sh_end *e = end_of(f);
@@ -1245,8 +1244,7 @@ static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, 
 
 	note_cpu(c, e->side);
 	if (!wr_fast_enter(sp, &fast)) {
-		pp__file_get(f);
-		*ref = true;
+		hold_file(f, ref);
 		err = side_lock(sp, &c->wr_lock);
 		if (err)
 			return err;
