@@ -25,7 +25,10 @@
  *    owner is inside waits for it: the owner's record comes first, whole;
  *  - close_waits_for_owner: pp_close() of the write end while a thread of
  *    the same process is inside a fast section on it waits for the
- *    section (a fast section holds no reference on its file).
+ *    section (a fast section holds no reference on its file);
+ *  - no_membarrier: a pipe whose asym_off is set (as by a process that
+ *    cannot membarrier) grants no bias and makes no plain wake-up, and
+ *    still carries every record, the reader sleeping between bursts.
  * Without the revoker's wait for `busy`, records_under_revokes,
  * owner_waited_for and close_waits_for_owner fail; without its look at
  * whether the owner lives, owner_killed_inside does.  Without the
@@ -297,7 +300,53 @@ static int owner_waited_for(void)
 	ASSERT_EQ(st, 0);
 	ASSERT_EQ(stat_revokes(p[0], &dead), 1);
 	ASSERT_EQ(dead, 0);
+	/* The other's one write came the ordinary way: no plain wake-up since the revoke. */
+	ASSERT_EQ(ctrl(end_of(p[0])->sp)->plain_wake, 0);
 	close(notify[0]);
+	pp_close(p[0]);
+	return 0;
+}
+
+/*
+ * A process that cannot membarrier(2) sets asym_off when it attaches
+ * (forced here): from then on no bias is granted and no wake-up is
+ * plain, and records written by a child still arrive whole, in order,
+ * with the reader sleeping between bursts.
+ */
+static int no_membarrier(void)
+{
+	struct pp_file *p[2];
+	struct sh_ctrl *c;
+	unsigned int dead;
+	pid_t pid;
+	int st;
+
+	t_watchdog(60, "no_membarrier");
+	ASSERT_EQ(pp_pipe2(p, PP_O_SHARED), 0);
+	c = ctrl(end_of(p[0])->sp);
+	__atomic_store_n(&c->asym_off, 1, __ATOMIC_SEQ_CST);
+	pid = fork();
+	ASSERT_NE(pid, -1);
+	if (pid == 0) {
+		unsigned char rec[REC];
+
+		pp_close(p[0]);
+		for (uint64_t seq = 0; seq < 200; seq++) {
+			rec_make(rec, 1, seq);
+			if (pp_write(p[1], rec, REC) != REC)
+				_exit(2);
+			if (seq % 50 == 49)
+				t_sleep_ms(20);		/* the reader goes to sleep */
+		}
+		_exit(0);
+	}
+	pp_close(p[1]);
+	ASSERT_EQ(read_records(p[0], 1, 0, 200), 0);
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	ASSERT_EQ(st, 0);
+	ASSERT_EQ(c->wr_owner, 0);
+	ASSERT_EQ(c->plain_wake, 0);
+	ASSERT_EQ(stat_revokes(p[0], &dead), 0);
 	pp_close(p[0]);
 	return 0;
 }
@@ -359,6 +408,7 @@ int main(void)
 		T_SUBTEST(owner_killed_inside),
 		T_SUBTEST(owner_waited_for),
 		T_SUBTEST(close_waits_for_owner),
+		T_SUBTEST(no_membarrier),
 	};
 
 	return T_RUN_SUBTESTS(tests);
