@@ -188,40 +188,91 @@ static void run_case(const struct pull_case *c, bool kernel, struct outcome *o)
 	free(buf);
 }
 
+/*
+ * Do the two runs differ?  With report, each difference is a failure.
+ * The pull counter is checked only with report: it is ours alone.
+ */
+static bool differs(const struct pull_case *c, const struct outcome *ko, const struct outcome *po,
+		    bool report)
+{
+	bool d = false;
+
+	for (int i = 0; i < MAXR && c->reads[i]; i++) {
+		if (ko->reads[i].ret != po->reads[i].ret || ko->reads[i].err != po->reads[i].err) {
+			d = true;
+			if (report)
+				t_fail_at(__FILE__, __LINE__,
+					  "%s: read %d of %ld: kernel %lld (%s), pagepipe %lld (%s)",
+					  c->name, i, c->reads[i], ko->reads[i].ret,
+					  strerror(ko->reads[i].err), po->reads[i].ret,
+					  strerror(po->reads[i].err));
+		}
+		if (ko->fionread[i] != po->fionread[i]) {
+			d = true;
+			if (report)
+				t_fail_at(__FILE__, __LINE__, "%s: FIONREAD after read %d: kernel %d, pagepipe %d",
+					  c->name, i, ko->fionread[i], po->fionread[i]);
+		}
+	}
+	if (ko->write.ret != po->write.ret || ko->write.err != po->write.err) {
+		d = true;
+		if (report)
+			t_fail_at(__FILE__, __LINE__, "%s: the write: kernel %lld (%s), pagepipe %lld (%s)",
+				  c->name, ko->write.ret, strerror(ko->write.err), po->write.ret,
+				  strerror(po->write.err));
+	}
+	if (po->sigpipes != ko->sigpipes) {
+		d = true;
+		if (report)
+			t_fail_at(__FILE__, __LINE__, "%s: SIGPIPEs: kernel %d, pagepipe %d", c->name,
+				  ko->sigpipes, po->sigpipes);
+	}
+	if (report && c->pulls && !po->pulls)
+		t_fail_at(__FILE__, __LINE__, "%s: no read was served by a pull", c->name);
+	return d;
+}
+
+/*
+ * SCHED_IDLE is a small weight, not a guarantee: now and then the
+ * scheduler gives the writer a slice while the reader runs (CI's check
+ * stage saw it once in about ten runs: a kernel pipe refilled between a
+ * read and the FIONREAD after it), and then the kernel's counts move as
+ * much as ours would.  So a difference is tried again, twice: one that
+ * the code makes repeats on every try, as this schedule is the same each
+ * time; the last try reports.
+ */
+#define TRIES	3
+
 static void compare(const struct pull_case *c)
 {
-	struct outcome ko = { 0 }, po = { 0 };
+	struct outcome ko, po;
 
-	t_sigpipe_count_start();
-	run_case(c, true, &ko);
-	t_sigpipe_count_start();
-	run_case(c, false, &po);
-	if (T_SANITIZED || t_under_valgrind()) {
-		/*
-		 * The sanitizers' runtimes and valgrind's scheduler let the
-		 * SCHED_IDLE writer run between our steps (a runtime lock,
-		 * valgrind's own time slices), and then how much it refilled
-		 * decides the counts, on either pipe.  The bytes were checked
-		 * read by read; the order and the happens-before edges are
-		 * stress-pull's, which these builds run.
-		 */
-		printf("  %s: %lu pulls (counts not compared in this build)\n", c->name, po.pulls);
-		return;
+	for (int t = 1;; t++) {
+		memset(&ko, 0, sizeof(ko));
+		memset(&po, 0, sizeof(po));
+		t_sigpipe_count_start();
+		run_case(c, true, &ko);
+		t_sigpipe_count_start();
+		run_case(c, false, &po);
+		if (T_SANITIZED || t_under_valgrind()) {
+			/*
+			 * The sanitizers' runtimes and valgrind's scheduler let the
+			 * SCHED_IDLE writer run between our steps (a runtime lock,
+			 * valgrind's own time slices), and then how much it refilled
+			 * decides the counts, on either pipe.  The bytes were checked
+			 * read by read; the order and the happens-before edges are
+			 * stress-pull's, which these builds run.
+			 */
+			printf("  %s: %lu pulls (counts not compared in this build)\n", c->name,
+			       po.pulls);
+			return;
+		}
+		if (!differs(c, &ko, &po, t == TRIES))
+			break;
+		if (t == TRIES)
+			return;
+		printf("  %s: the runs differ on try %d of %d, again\n", c->name, t, TRIES);
 	}
-	for (int i = 0; i < MAXR && c->reads[i]; i++) {
-		if (ko.reads[i].ret != po.reads[i].ret || ko.reads[i].err != po.reads[i].err)
-			t_fail_at(__FILE__, __LINE__, "%s: read %d of %ld: kernel %lld (%s), pagepipe %lld (%s)",
-				  c->name, i, c->reads[i], ko.reads[i].ret, strerror(ko.reads[i].err),
-				  po.reads[i].ret, strerror(po.reads[i].err));
-		if (ko.fionread[i] != po.fionread[i])
-			t_fail_at(__FILE__, __LINE__, "%s: FIONREAD after read %d: kernel %d, pagepipe %d",
-				  c->name, i, ko.fionread[i], po.fionread[i]);
-	}
-	if (ko.write.ret != po.write.ret || ko.write.err != po.write.err)
-		t_fail_at(__FILE__, __LINE__, "%s: the write: kernel %lld (%s), pagepipe %lld (%s)",
-			  c->name, ko.write.ret, strerror(ko.write.err), po.write.ret,
-			  strerror(po.write.err));
-	ASSERT_EQ(po.sigpipes, ko.sigpipes);
 	if (c->pulls && !po.pulls)
 		t_fail_at(__FILE__, __LINE__, "%s: no read was served by a pull", c->name);
 	printf("  %s: %lu pulls\n", c->name, po.pulls);
