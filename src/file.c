@@ -58,9 +58,11 @@ PP_EXPORT int pp_close(struct pp_file *f)
 {
 	if (!f)
 		return (int)pp__ret(-EBADF);
-	/* A write by the fast path holds no reference: let it end first. */
+	/* A read or write by the fast path holds no reference: let it end first. */
 	if (pp__is_pipe(f) && pp__file_writable(f))
 		pp__pipe_producer_unbias(f->pipe);
+	else if (pp__is_pipe(f) && pp__file_readable(f))
+		pp__pipe_consumer_unbias(f->pipe);
 	else if (f->kind == PP_KIND_SHARED && pp__file_writable(f))
 		pp__shared_unbias(f);
 	pp__file_put(f);
@@ -78,12 +80,9 @@ static inline ssize_t do_readv(struct pp_file *f, const struct iovec *iov, int i
 
 	if (!f || !pp__file_readable(f))
 		return -EBADF;
-	if (likely(pp__is_pipe(f))) {
-		pp__file_get(f);
-		r = pp__pipe_read(f, iov, iovcnt, pp__file_flags(f) & O_NONBLOCK);
-		pp__file_put(f);
-		return r;
-	}
+	/* It holds f itself: a reference, or the consumer's bias (wait.c). */
+	if (likely(pp__is_pipe(f)))
+		return pp__pipe_read(f, iov, iovcnt, pp__file_flags(f) & O_NONBLOCK);
 	if (!f->ops->readv)
 		return -EINVAL;
 	pp__file_get(f);

@@ -969,17 +969,16 @@ static bool read_in_tail(struct pp_pipe *p, struct pp_iov_iter *it, size_t total
  * slots published when it found data (head0) and once it drained the
  * pipe: it never returns more than the pipe held.
  */
+static ssize_t pipe_read(struct pp_file *f, struct pp_pipe *p, struct pp_iov_iter *it,
+			 ssize_t total, bool nonblock, bool *ref);
+
 ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bool nonblock)
 {
 	struct pp_pipe *p = f->pipe;
 	struct pp_iov_iter it = { iov, iovcnt, 0 };
-	struct pp__dead dead;
 	ssize_t total = pp__iov_total(iov, iovcnt);
-	ssize_t ret = 0;
-	size_t owed = 0;
-	unsigned int head0, idx;
-	bool fresh = false;
-	int err;
+	ssize_t ret;
+	bool ref;
 
 	if (total < 0)
 		return total;
@@ -988,13 +987,51 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 	if (total == 0)
 		return 0;
 
-	err = pp__pipe_lock_reader(p, nonblock);
-	if (err)
-		return err;
+	/*
+	 * The fast way holds no reference on f: pp_close() waits for the
+	 * section to end (wait.c); pipe_read takes one before it lets go of
+	 * the lock with work left.
+	 */
+	ref = !pp__pipe_lock_reader_fast(p);
+	if (ref) {
+		pp__file_get(f);
+		ret = pp__pipe_lock_reader(p, nonblock);
+		if (ret) {
+			pp__file_put(f);
+			return ret;
+		}
+	}
 	if (read_in_tail(p, &it, (size_t)total)) {
 		pp__pipe_unlock_consumer(p);
-		return total;
+		ret = total;
+	} else {
+		ret = pipe_read(f, p, &it, total, nonblock, &ref);
 	}
+	if (ref)
+		pp__file_put(f);
+	return ret;
+}
+
+/* f held by a reference (*ref) or by the fast way's section. */
+static inline void read_hold_file(struct pp_file *f, bool *ref)
+{
+	if (!*ref) {
+		pp__file_get(f);
+		*ref = true;
+	}
+}
+
+/* rd_mutex held, however taken, and no quick read possible; returns with it let go. */
+static ssize_t pipe_read(struct pp_file *f, struct pp_pipe *p, struct pp_iov_iter *it,
+			 ssize_t total, bool nonblock, bool *ref)
+{
+	struct pp__dead dead;
+	ssize_t ret = 0;
+	size_t owed = 0;
+	unsigned int head0, idx;
+	bool fresh = false;
+	int err;
+
 	pp__pipe_settle_read(p);
 	pp__dead_init(&dead);
 	head0 = rd_head(p, p->tail, 0);
@@ -1025,7 +1062,7 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 			const void *next = NULL;
 			bool offered;
 
-			ret = (ssize_t)pull_take(p, &it, (size_t)total, nonblock);
+			ret = (ssize_t)pull_take(p, it, (size_t)total, nonblock);
 			if (ret)
 				break;
 
@@ -1037,7 +1074,9 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 			 */
 			if (p->tail != pp__pipe_head(p))
 				next = pp__pipe_buf(p, p->tail)->page;
-			offered = !nonblock && handoff_offer(p, &it, (size_t)total);
+			offered = !nonblock && handoff_offer(p, it, (size_t)total);
+			/* f must outlive the wait: the lock no longer keeps it. */
+			read_hold_file(f, ref);
 			pp__pipe_unlock_consumer(p);
 			if (offered) {
 				size_t got = handoff_wait(p);
@@ -1087,7 +1126,7 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 				if (dead.full)
 					break;
 			}
-			r = read_kernel_run(p, &it, (size_t)(total - ret), head0, &dead, &packet);
+			r = read_kernel_run(p, it, (size_t)(total - ret), head0, &dead, &packet);
 			if (r < 0) {
 				if (!ret)
 					ret = r;
@@ -1100,7 +1139,7 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 			continue;
 		}
 		err = pp__buf_confirm(p, buf);
-		r = err ? err : pp__iter_copy_buf(p, buf, 0, n, &it);
+		r = err ? err : pp__iter_copy_buf(p, buf, 0, n, it);
 		if (r < 0) {
 			/*
 			 * Bytes already read are returned first; the error
@@ -1128,6 +1167,9 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 
 		ret -= (ssize_t)(owed - taken);
 	}
+	/* A release may call out, with no lock held: f must outlive it. */
+	if (dead.nr || dead.more)
+		read_hold_file(f, ref);
 	pp__pipe_unlock_consumer(p);
 	pp__pipe_release_dead(p, &dead);
 	return ret;

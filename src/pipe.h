@@ -8,7 +8,9 @@
  *   rd_mutex  the consumer lock: one consumer at a time (read, readv,
  *             vmsplice out, splice or tee out of the pipe, a read loan).
  *             Only its holder moves tail or touches a slot's offset and
- *             len once the slot is published.
+ *             len once the slot is published.  A thread that reads alone
+ *             on its writer's CPU may hold it by its bias for a quick
+ *             read (wait.c: the consumer's bias).
  *   wr_mutex  the producer lock: one producer at a time (write, writev,
  *             vmsplice in, splice or tee into the pipe, pp_pipe_add_buf).
  *             Only its holder moves head or fills a slot.  A thread that
@@ -159,6 +161,24 @@ struct pp_side_lock {
 	unsigned int state;		/* atomic: 0 free, 1 held, 2 held, maybe sleepers */
 };
 
+/*
+ * A side lock's bias (wait.c: the biased side locks): one thread that
+ * takes the lock alone holds it with plain stores.  owner, streak, last
+ * and after change under the lock taken the ordinary way; fast under the
+ * lock, however taken.
+ */
+struct pp_bias {
+	const void *owner;		/* atomic: the owner's record (wait.c: struct bias_rec), or NULL */
+	unsigned int revoke;		/* atomic: 1, the owner must take the ordinary way */
+	bool fast;			/* the holder came the fast way */
+	bool nobias;			/* atomic: the end is closing: never again */
+	bool used;			/* atomic: a bias was ever set (pp_close must revoke) */
+	const void *last;		/* the last ordinary taker, and how many times */
+	unsigned int streak;		/*   in a row it took the lock */
+	unsigned int after;		/* takes in a row before a bias; doubles at each revoke */
+	unsigned long revokes;		/* atomic: biases revoked, for tests */
+};
+
 struct pp_pipe {
 	/*
 	 * Read-mostly: changed only under both side locks (resize) or once.
@@ -198,6 +218,7 @@ struct pp_pipe {
 	 * yield.
 	 */
 	_Alignas(PP_CACHELINE) struct pp_side_lock rd_mutex;
+	struct pp_bias rd_bias;		/* wait.c: pp__pipe_lock_reader_fast */
 	struct pp__loan *loan;		/* the read loan in progress (zerocopy.c), under rd_mutex */
 	bool loan_active;		/* atomic: a loan holds rd_mutex */
 	pthread_t loan_owner;		/* atomic: the thread that holds it, while loan_active */
@@ -239,21 +260,7 @@ struct pp_pipe {
 	 * loads tail, the line every read stores to, only when it shows none.
 	 */
 	unsigned int wr_tail_seen;
-	/*
-	 * The biased producer lock (wait.c): one thread that writes alone
-	 * takes wr_mutex with plain stores.  wr_owner, wr_streak, wr_last and
-	 * wr_bias_after change under wr_mutex taken the ordinary way; wr_fast
-	 * under wr_mutex, however taken.
-	 */
-	const void *wr_owner;		/* atomic: the owner's record (wait.c: struct bias_rec), or NULL */
-	unsigned int wr_revoke;		/* atomic: 1, the owner must take the ordinary way */
-	bool wr_fast;			/* the holder came the fast way */
-	bool wr_nobias;			/* atomic: the write end is closing: never again */
-	bool wr_bias_used;		/* atomic: a bias was ever set (pp_close must revoke) */
-	const void *wr_last;		/* the last ordinary taker, and how many times */
-	unsigned int wr_streak;		/*   in a row it took the lock */
-	unsigned int wr_bias_after;	/* takes in a row before a bias; doubles at each revoke */
-	unsigned long wr_revokes;	/* atomic: biases revoked, for tests */
+	struct pp_bias wr_bias;		/* wait.c: the biased producer lock */
 
 	_Alignas(PP_CACHELINE) unsigned int head;	/* free running; release store by the producer */
 
@@ -549,6 +556,13 @@ void pp__pipe_unlock_producer(struct pp_pipe *p);
 bool pp__pipe_lock_producer_fast(struct pp_pipe *p);
 /* The write end is closing: no fast path from now on, none in progress. */
 void pp__pipe_producer_unbias(struct pp_pipe *p);
+/*
+ * pp__pipe_read's way in for its quick read: true if rd_mutex is now held
+ * by the fast path (unlock with pp__pipe_unlock_consumer); false, nothing
+ * held.  consumer_unbias: the read end is closing, as above.
+ */
+bool pp__pipe_lock_reader_fast(struct pp_pipe *p);
+void pp__pipe_consumer_unbias(struct pp_pipe *p);
 /*
  * Wait with no lock held.  wait_data: 1 data, 0 EOF (no writers), -EAGAIN.
  * wait_room: 0 a free slot, -EPIPE (no readers; SIGPIPE is owed), -EAGAIN.

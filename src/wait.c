@@ -178,60 +178,7 @@ static inline void note_cpu(int *where)
 }
 
 /*
- * No consumer holds rd_mutex while it waits, so a blocked lock is one that
- * is copying and lets go soon, or one that writes to a slow output (as
- * Linux holds pipe->mutex there), and a non-blocking reader waits for it as
- * a non-blocking read(2) waits for pipe->mutex.  A read loan is different:
- * it holds the lock until its owner says pp_read_done(), maybe never, so a
- * non-blocking caller gets EAGAIN.
- */
-int pp__pipe_lock_reader(struct pp_pipe *p, bool nonblock)
-{
-	if (nonblock) {
-		while (!side_trylock(&p->rd_mutex)) {
-			if (__atomic_load_n(&p->loan_active, __ATOMIC_ACQUIRE))
-				return -EAGAIN;
-			sched_yield();
-		}
-	} else {
-		side_lock(&p->rd_mutex);
-	}
-	note_cpu(&p->rd_cpu);
-	return 0;
-}
-
-/* Every consumer but pp__pipe_read's quick path: the tail slot as read. */
-int pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock)
-{
-	int err = pp__pipe_lock_reader(p, nonblock);
-
-	if (!err)
-		pp__pipe_settle_read(p);
-	return err;
-}
-
-/*
- * loan_owner is stored before the release store of loan_active, so a true
- * loan_active read here (acquire) comes with that loan's owner: never an
- * older loan's, which could be our own.
- */
-bool pp__pipe_lock_consumer_ctl(struct pp_pipe *p)
-{
-	if (__atomic_load_n(&p->loan_active, __ATOMIC_ACQUIRE) &&
-	    pthread_equal(__atomic_load_n(&p->loan_owner, __ATOMIC_RELAXED), pthread_self()))
-		return false;
-	pp__pipe_lock_consumer(p, false);
-	return true;
-}
-
-/* A read loan may end in another thread than the one that took it. */
-void pp__pipe_unlock_consumer(struct pp_pipe *p)
-{
-	side_unlock(&p->rd_mutex);
-}
-
-/*
- * The biased producer lock.
+ * The biased side locks: the producer's, and the consumer's after it.
  *
  * Between two CPUs a 64 B write costs what its locked instructions wait
  * for: each waits until the stores before it (the bytes, into a line the
@@ -280,7 +227,8 @@ void pp__pipe_unlock_consumer(struct pp_pipe *p)
  *
  * Only pp_write's path comes the fast way (pp__pipe_lock_producer_fast),
  * and it holds the lock only for a bounded copy, in one thread: a wait, a
- * lease, a splice take the ordinary way.  The bias goes to a thread that
+ * lease, a splice take the ordinary way.  (The consumer's bias is the same
+ * lock on rd_mutex, for pp_read's path: see pp__pipe_lock_reader_fast.)  The bias goes to a thread that
  * took the ordinary lock PP_BIAS_AFTER times in a row; each revoke
  * doubles that, so two threads taking turns cost a membarrier ever more
  * rarely.  A caller of the fast path takes no reference on its file (that
@@ -366,29 +314,29 @@ static struct bias_rec *bias_rec_get(void)
 	return r;
 }
 
-/* The owner's exit from a fast section of p, or its retreat from one. */
-static inline void bias_exit(struct bias_rec *me, struct pp_pipe *p)
+/* The owner's exit from a fast section under b, or its retreat from one. */
+static inline void bias_exit(struct bias_rec *me, struct pp_bias *b)
 {
 	/* Release: the section before a revoker's. */
 	__atomic_store_n(&me->busy, __atomic_load_n(&me->busy, __ATOMIC_RELAXED) - 1,
 			 __ATOMIC_RELEASE);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (unlikely(__atomic_load_n(&p->wr_revoke, __ATOMIC_RELAXED)))
+	if (unlikely(__atomic_load_n(&b->revoke, __ATOMIC_RELAXED)))
 		syscall(SYS_futex, &me->busy, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
-/* With the ordinary lock held (or the write end closing): no owner inside, none to come. */
-static void bias_revoke(struct pp_pipe *p)
+/* With the ordinary lock held (or the end closing): no owner inside, none to come. */
+static void bias_revoke(struct pp_bias *b)
 {
 	/*
 	 * Bounded: the owner may be inside another pipe's fast section, whose
 	 * exit looks at that pipe's revoke, not ours (see above).
 	 */
 	static const struct timespec bounded = { .tv_nsec = 100000 };
-	struct bias_rec *r = (struct bias_rec *)__atomic_load_n(&p->wr_owner, __ATOMIC_RELAXED);
+	struct bias_rec *r = (struct bias_rec *)__atomic_load_n(&b->owner, __ATOMIC_RELAXED);
 	unsigned int busy;
 
-	__atomic_store_n(&p->wr_revoke, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->revoke, 1, __ATOMIC_RELAXED);
 	if (!r)
 		return;
 	/*
@@ -398,32 +346,92 @@ static void bias_revoke(struct pp_pipe *p)
 	(void)asym_barrier();
 	while ((busy = __atomic_load_n(&r->busy, __ATOMIC_ACQUIRE)) != 0)
 		syscall(SYS_futex, &r->busy, FUTEX_WAIT_PRIVATE, busy, &bounded, NULL, 0);
-	__atomic_store_n(&p->wr_owner, NULL, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&p->wr_revokes, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->owner, NULL, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&b->revokes, 1, __ATOMIC_RELAXED);
 }
 
-bool pp__pipe_lock_producer_fast(struct pp_pipe *p)
+/* True if this thread now holds l by b's bias; false, nothing held. */
+static inline bool bias_enter(struct pp_bias *b, const struct pp_side_lock *l)
 {
 	struct bias_rec *me = bias_me;
 
 	/*
 	 * Not while the ordinary lock is held: by another thread, which is
-	 * revoking us, or by us (a write lease), where the ordinary way
-	 * blocks as it always did rather than write beside the lease.
+	 * revoking us, or by us (a lease, a loan), where the ordinary way
+	 * blocks as it always did rather than go in beside it.
 	 */
-	if (!me || __atomic_load_n(&p->wr_owner, __ATOMIC_RELAXED) != me ||
-	    __atomic_load_n(&p->wr_mutex.state, __ATOMIC_RELAXED))
+	if (!me || __atomic_load_n(&b->owner, __ATOMIC_RELAXED) != me ||
+	    __atomic_load_n(&l->state, __ATOMIC_RELAXED))
 		return false;
 	__atomic_store_n(&me->busy, __atomic_load_n(&me->busy, __ATOMIC_RELAXED) + 1,
 			 __ATOMIC_RELAXED);
 	/* The revoker's membarrier orders the hardware: see above. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (unlikely(__atomic_load_n(&p->wr_revoke, __ATOMIC_ACQUIRE) ||
-		     __atomic_load_n(&p->wr_owner, __ATOMIC_RELAXED) != me)) {
-		bias_exit(me, p);
+	if (unlikely(__atomic_load_n(&b->revoke, __ATOMIC_ACQUIRE) ||
+		     __atomic_load_n(&b->owner, __ATOMIC_RELAXED) != me)) {
+		bias_exit(me, b);
 		return false;
 	}
-	p->wr_fast = true;
+	b->fast = true;
+	return true;
+}
+
+/*
+ * l just taken the ordinary way: revoke another thread's bias, count this
+ * thread's takes in a row, and set its bias once they are enough.
+ */
+static inline __attribute__((always_inline)) void bias_taken(struct pp_bias *b)
+{
+	struct bias_rec *me = bias_me;
+	const void *owner = __atomic_load_n(&b->owner, __ATOMIC_RELAXED);
+
+	if (owner && owner != me) {
+		/* Contended: the owner may be inside by the fast path. */
+		bias_revoke(b);
+		owner = NULL;
+		b->after = min_t(unsigned int, 2 * (b->after ?: PP_BIAS_AFTER), PP_BIAS_AFTER_MAX);
+	}
+	if (!owner && asym_on()) {
+		if (!me || b->last != me) {
+			me = bias_rec_get();
+			b->last = me;
+			b->streak = 0;
+		}
+		if (me && ++b->streak >= (b->after ?: PP_BIAS_AFTER) &&
+		    !__atomic_load_n(&b->nobias, __ATOMIC_ACQUIRE)) {
+			__atomic_store_n(&b->used, true, __ATOMIC_RELAXED);
+			__atomic_store_n(&b->owner, me, __ATOMIC_RELAXED);
+			/* Release: the owner, and this section, before its first fast one. */
+			__atomic_store_n(&b->revoke, 0, __ATOMIC_RELEASE);
+		}
+	}
+	/* Only now: until the revoke above, an owner's fast section may own `fast`. */
+	b->fast = false;
+}
+
+static inline void bias_unlock(struct pp_bias *b, struct pp_side_lock *l)
+{
+	if (b->fast) {
+		b->fast = false;
+		bias_exit(bias_me, b);	/* a fast section is one thread's: see above */
+		return;
+	}
+	side_unlock(l);
+}
+
+/* The end is closing: no fast section from now on, none in progress. */
+static void bias_end(struct pp_bias *b)
+{
+	if (!__atomic_load_n(&b->used, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&b->nobias, true, __ATOMIC_RELEASE);
+	bias_revoke(b);
+}
+
+bool pp__pipe_lock_producer_fast(struct pp_pipe *p)
+{
+	if (!bias_enter(&p->wr_bias, &p->wr_mutex))
+		return false;
 	note_cpu(&p->wr_cpu);
 	return true;
 }
@@ -431,53 +439,107 @@ bool pp__pipe_lock_producer_fast(struct pp_pipe *p)
 /* Producers never hold wr_mutex across a wait or a system call. */
 void pp__pipe_lock_producer(struct pp_pipe *p)
 {
-	struct bias_rec *me = bias_me;
-	const void *owner;
-
 	side_lock(&p->wr_mutex);
-	owner = __atomic_load_n(&p->wr_owner, __ATOMIC_RELAXED);
-	if (owner && owner != me) {
-		/* Contended: the owner may be inside by the fast path. */
-		bias_revoke(p);
-		owner = NULL;
-		p->wr_bias_after = min_t(unsigned int, 2 * (p->wr_bias_after ?: PP_BIAS_AFTER),
-					 PP_BIAS_AFTER_MAX);
-	}
-	if (!owner && asym_on()) {
-		if (!me || p->wr_last != me) {
-			me = bias_rec_get();
-			p->wr_last = me;
-			p->wr_streak = 0;
-		}
-		if (me && ++p->wr_streak >= (p->wr_bias_after ?: PP_BIAS_AFTER) &&
-		    !__atomic_load_n(&p->wr_nobias, __ATOMIC_ACQUIRE)) {
-			__atomic_store_n(&p->wr_bias_used, true, __ATOMIC_RELAXED);
-			__atomic_store_n(&p->wr_owner, me, __ATOMIC_RELAXED);
-			/* Release: the owner, and this section, before its first fast one. */
-			__atomic_store_n(&p->wr_revoke, 0, __ATOMIC_RELEASE);
-		}
-	}
-	/* Only now: until the revoke above, an owner's fast section may own wr_fast. */
-	p->wr_fast = false;
+	bias_taken(&p->wr_bias);
 	note_cpu(&p->wr_cpu);
 }
 
 void pp__pipe_unlock_producer(struct pp_pipe *p)
 {
-	if (p->wr_fast) {
-		p->wr_fast = false;
-		bias_exit(bias_me, p);	/* the fast section is one thread's: see above */
-		return;
-	}
-	side_unlock(&p->wr_mutex);
+	bias_unlock(&p->wr_bias, &p->wr_mutex);
 }
 
 void pp__pipe_producer_unbias(struct pp_pipe *p)
 {
-	if (!__atomic_load_n(&p->wr_bias_used, __ATOMIC_RELAXED))
-		return;
-	__atomic_store_n(&p->wr_nobias, true, __ATOMIC_RELEASE);
-	bias_revoke(p);
+	bias_end(&p->wr_bias);
+}
+
+/*
+ * The consumer's bias: pp__pipe_read comes the fast way, and nothing
+ * else does; it leaves the fast section, with a reference on its file,
+ * before anything that waits (pipe.c).  Only while the writer last ran on
+ * this CPU.  There the two threads take turns, and rd_mutex's CAS and
+ * exchange and the file reference's add and subtract are a third of a
+ * 64 B read's cost (bench/pipe-threads -t msg 64, same CPU: 1259 -> 1886
+ * MB/s with all four made plain in a test build).  Between two CPUs the
+ * same change made 64 B worse, 1790 -> 616 MB/s: a reader that fast
+ * catches up with its writer and then meets it on the slot line at every
+ * message (docs/design.md: the catching-up reader), where the locked
+ * instructions kept it behind.
+ */
+#ifndef PP_RD_BIAS_ANY_CPU
+#define PP_RD_BIAS_ANY_CPU	0	/* tests: the fast way wherever the writer ran */
+#endif
+
+bool pp__pipe_lock_reader_fast(struct pp_pipe *p)
+{
+	int cpu = this_cpu();
+
+	if ((!PP_RD_BIAS_ANY_CPU && __atomic_load_n(&p->wr_cpu, __ATOMIC_RELAXED) != cpu) ||
+	    !bias_enter(&p->rd_bias, &p->rd_mutex))
+		return false;
+	if (__atomic_load_n(&p->rd_cpu, __ATOMIC_RELAXED) != cpu)
+		__atomic_store_n(&p->rd_cpu, cpu, __ATOMIC_RELAXED);
+	return true;
+}
+
+void pp__pipe_consumer_unbias(struct pp_pipe *p)
+{
+	bias_end(&p->rd_bias);
+}
+
+/*
+ * No consumer holds rd_mutex while it waits, so a blocked lock is one that
+ * is copying and lets go soon, or one that writes to a slow output (as
+ * Linux holds pipe->mutex there), and a non-blocking reader waits for it as
+ * a non-blocking read(2) waits for pipe->mutex.  A read loan is different:
+ * it holds the lock until its owner says pp_read_done(), maybe never, so a
+ * non-blocking caller gets EAGAIN.
+ */
+int pp__pipe_lock_reader(struct pp_pipe *p, bool nonblock)
+{
+	if (nonblock) {
+		while (!side_trylock(&p->rd_mutex)) {
+			if (__atomic_load_n(&p->loan_active, __ATOMIC_ACQUIRE))
+				return -EAGAIN;
+			sched_yield();
+		}
+	} else {
+		side_lock(&p->rd_mutex);
+	}
+	bias_taken(&p->rd_bias);
+	note_cpu(&p->rd_cpu);
+	return 0;
+}
+
+/* Every consumer but pp__pipe_read's quick path: the tail slot as read. */
+int pp__pipe_lock_consumer(struct pp_pipe *p, bool nonblock)
+{
+	int err = pp__pipe_lock_reader(p, nonblock);
+
+	if (!err)
+		pp__pipe_settle_read(p);
+	return err;
+}
+
+/*
+ * loan_owner is stored before the release store of loan_active, so a true
+ * loan_active read here (acquire) comes with that loan's owner: never an
+ * older loan's, which could be our own.
+ */
+bool pp__pipe_lock_consumer_ctl(struct pp_pipe *p)
+{
+	if (__atomic_load_n(&p->loan_active, __ATOMIC_ACQUIRE) &&
+	    pthread_equal(__atomic_load_n(&p->loan_owner, __ATOMIC_RELAXED), pthread_self()))
+		return false;
+	pp__pipe_lock_consumer(p, false);
+	return true;
+}
+
+/* A read loan may end in another thread than the one that took it. */
+void pp__pipe_unlock_consumer(struct pp_pipe *p)
+{
+	bias_unlock(&p->rd_bias, &p->rd_mutex);
 }
 
 /* ---------------------------------------------------------------------- */
