@@ -168,11 +168,13 @@ struct pp_side_lock {
  * lock, however taken.
  */
 struct pp_bias {
+	/* Every take looks at these. */
 	const void *owner;		/* atomic: the owner's record (wait.c: struct bias_rec), or NULL */
 	unsigned int revoke;		/* atomic: 1, the owner must take the ordinary way */
 	bool fast;			/* the holder came the fast way */
 	bool nobias;			/* atomic: the end is closing: never again */
 	bool used;			/* atomic: a bias was ever set (pp_close must revoke) */
+	/* Ordinary takes by a thread that is not the owner, and revokes. */
 	const void *last;		/* the last ordinary taker, and how many times */
 	unsigned int streak;		/*   in a row it took the lock */
 	unsigned int after;		/* takes in a row before a bias; doubles at each revoke */
@@ -217,11 +219,11 @@ struct pp_pipe {
 	 * last ran (rd_cpu, wr_cpu, below) tells a waiting peer to spin or
 	 * yield.
 	 */
+	/*
+	 * What every read touches, on one line: the lock, the quick read's
+	 * view, head as last seen, and the bias's hot half (struct pp_bias).
+	 */
 	_Alignas(PP_CACHELINE) struct pp_side_lock rd_mutex;
-	struct pp_bias rd_bias;		/* wait.c: pp__pipe_lock_reader_fast */
-	struct pp__loan *loan;		/* the read loan in progress (zerocopy.c), under rd_mutex */
-	bool loan_active;		/* atomic: a loan holds rd_mutex */
-	pthread_t loan_owner;		/* atomic: the thread that holds it, while loan_active */
 	/*
 	 * The quick read's view of the slot at tail (pipe.c: read_in_tail),
 	 * under rd_mutex: its page, how far it has been read (rd_at, not yet
@@ -240,6 +242,10 @@ struct pp_pipe {
 	 * there), see struct pp_slot's spare.
 	 */
 	unsigned int rd_head_seen;
+	struct pp_bias rd_bias;		/* wait.c: pp__pipe_lock_reader_fast */
+	struct pp__loan *loan;		/* the read loan in progress (zerocopy.c), under rd_mutex */
+	bool loan_active;		/* atomic: a loan holds rd_mutex */
+	pthread_t loan_owner;		/* atomic: the thread that holds it, while loan_active */
 	unsigned int rd_park;
 	bool rd_parked;
 	struct pp__lease *lease;	/* the write lease in progress (zerocopy.c), under wr_mutex */
