@@ -713,15 +713,13 @@ static size_t handoff_wait(struct pp_pipe *p)
  * handed over, or 0.  The plain load first keeps the offer's line shared
  * while nobody offers.
  */
-static size_t handoff_give(struct pp_pipe *p, unsigned int flags, struct pp_iov_iter *it,
-			   size_t left, bool nonblock)
+static size_t __attribute__((noinline)) handoff_fill(struct pp_pipe *p, struct pp_iov_iter *it,
+						     size_t left, bool nonblock)
 {
 	unsigned int offered = PP_HO_OFFERED;
 	size_t cap, want, n;
 
-	if (flags != PP_BUF_FLAG_CAN_MERGE ||
-	    __atomic_load_n(&p->ho_state, __ATOMIC_RELAXED) != PP_HO_OFFERED ||
-	    !pp__pipe_empty(p))
+	if (!pp__pipe_empty(p))
 		return 0;
 	if (!__atomic_compare_exchange_n(&p->ho_state, &offered, PP_HO_CLAIMED, false,
 					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
@@ -743,6 +741,16 @@ static size_t handoff_give(struct pp_pipe *p, unsigned int flags, struct pp_iov_
 	__atomic_store_n(&p->ho_state, PP_HO_DONE, __ATOMIC_RELEASE);
 	pp__pipe_wake_readers(p);
 	return n;
+}
+
+/* Every write looks, so the look is inline: an offer is rare. */
+static inline size_t handoff_give(struct pp_pipe *p, unsigned int flags, struct pp_iov_iter *it,
+				  size_t left, bool nonblock)
+{
+	if (flags != PP_BUF_FLAG_CAN_MERGE ||
+	    __atomic_load_n(&p->ho_state, __ATOMIC_RELAXED) != PP_HO_OFFERED)
+		return 0;
+	return handoff_fill(p, it, left, nonblock);
 }
 
 /*
