@@ -593,8 +593,29 @@ int  pp__pipe_prep_two(struct pp_file *in, struct pp_file *out, bool nonblock);
 int  pp__pipe_lock_two(struct pp_pipe *ip, struct pp_pipe *op, bool nonblock);
 void pp__pipe_unlock_two(struct pp_pipe *ip, struct pp_pipe *op);
 /* After publishing (readers) or freeing slots (writers); any lock or none. */
-void pp__pipe_wake_readers(struct pp_pipe *p);
+void pp__pipe_do_wake_readers(struct pp_pipe *p);
 void pp__pipe_wake_writers(struct pp_pipe *p);
+extern int pp__asym_wake;	/* wait.c: 1, wake-ups are asymmetric */
+
+/*
+ * Every write ends here, so the common case is inline: with asymmetric
+ * wake-ups (wait.c: wake()) a plain load of the sleeper count after the
+ * caller's stores, ordered against the compiler, is all the protocol asks
+ * of a waker, and with no sleeper and no event fd there is nothing to do.
+ * Otherwise wait.c does it all, and loads the count again, later still.
+ * (bench/pipe-threads -t msg 64, same CPU: 1907 -> 1990 MB/s, a test build
+ * that skipped the call the same way.)
+ */
+static inline void pp__pipe_wake_readers(struct pp_pipe *p)
+{
+	if (__builtin_expect(__atomic_load_n(&pp__asym_wake, __ATOMIC_RELAXED) == 1, 1)) {
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&p->rd_sleepers, __ATOMIC_RELAXED) &&
+		    !__atomic_load_n(&p->events, __ATOMIC_ACQUIRE))
+			return;
+	}
+	pp__pipe_do_wake_readers(p);
+}
 /* Unconditional, for a close or a resize that changes what waiters wait for. */
 void pp__pipe_wake_all(struct pp_pipe *p);
 void pp__pipe_update_events(struct pp_pipe *p);		/* under mutex */

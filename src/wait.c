@@ -572,20 +572,23 @@ bool pp__pipe_nonblock(const struct pp_file *f, unsigned int splice_flags)
 
 /* ---------------------------------------------------------------------- */
 
-/* 1: wakers load sleepers plainly and sleepers membarrier; else both use RMWs. */
-static int asym_wake;
+/*
+ * 1: wakers load sleepers plainly and sleepers membarrier; else both use
+ * RMWs.  Not static: pp__pipe_wake_readers (pipe.h) looks at it inline.
+ */
+int pp__asym_wake;
 static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
 
 static void asym_init(void)
 {
 	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
-		__atomic_store_n(&asym_wake, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&pp__asym_wake, 1, __ATOMIC_RELAXED);
 }
 
 /*
  * Before the process's first pipe: whoever gets a pipe end got it after
  * this, by whatever passed the pointer, so every waker and sleeper of it
- * reads the same asym_wake.
+ * reads the same pp__asym_wake.
  */
 void pp__wait_init(void)
 {
@@ -594,7 +597,7 @@ void pp__wait_init(void)
 
 static inline bool asym_on(void)
 {
-	return __atomic_load_n(&asym_wake, __ATOMIC_RELAXED) == 1;
+	return __atomic_load_n(&pp__asym_wake, __ATOMIC_RELAXED) == 1;
 }
 
 /* The sleeper's barrier on every CPU that runs a thread of ours: 0, or -1. */
@@ -650,7 +653,7 @@ static void update_events_if_any(struct pp_pipe *p)
 	}
 }
 
-void pp__pipe_wake_readers(struct pp_pipe *p)
+void pp__pipe_do_wake_readers(struct pp_pipe *p)
 {
 	wake(&p->rd_wait, &p->rd_sleepers, &p->rd_woken);
 	update_events_if_any(p);

@@ -85,7 +85,7 @@ static int records_under_revokes(void)
 	unsigned long revokes;
 
 	t_pipe2(e, 0);
-	if (!__atomic_load_n(&asym_wake, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&pp__asym_wake, __ATOMIC_RELAXED))
 		return t_skip("membarrier(2) refused here: no bias is ever set");
 	for (int i = 0; i < NW; i++) {
 		w[i] = (struct wr){ .w = e[1], .live = &live, .id = i,
@@ -199,7 +199,7 @@ static int bare_sections(void)
 	if (t_under_valgrind())
 		return t_skip("valgrind runs one thread at a time: a fast entry and a revoke never overlap");
 	t_pipe2(e, 0);
-	if (!__atomic_load_n(&asym_wake, __ATOMIC_RELAXED)) {
+	if (!__atomic_load_n(&pp__asym_wake, __ATOMIC_RELAXED)) {
 		pp_close(e[0]);
 		pp_close(e[1]);
 		return t_skip("membarrier(2) refused here: no bias is ever set");
@@ -266,7 +266,7 @@ static int bare_read_sections(void)
 	if (t_under_valgrind())
 		return t_skip("valgrind runs one thread at a time: a fast entry and a revoke never overlap");
 	t_pipe2(e, 0);
-	if (!__atomic_load_n(&asym_wake, __ATOMIC_RELAXED)) {
+	if (!__atomic_load_n(&pp__asym_wake, __ATOMIC_RELAXED)) {
 		pp_close(e[0]);
 		pp_close(e[1]);
 		return t_skip("membarrier(2) refused here: no bias is ever set");
@@ -358,7 +358,7 @@ static int readers_under_revokes(void)
 
 	ASSERT_TRUE(seen != NULL);
 	t_pipe2(e, 0);
-	if (!__atomic_load_n(&asym_wake, __ATOMIC_RELAXED)) {
+	if (!__atomic_load_n(&pp__asym_wake, __ATOMIC_RELAXED)) {
 		pp_close(e[0]);
 		pp_close(e[1]);
 		free(seen);
@@ -657,7 +657,7 @@ static int pooled_record_at_exit(void)
 	char buf[16];
 
 	t_pipe2(dtor_pipe, 0);
-	if (!__atomic_load_n(&asym_wake, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&pp__asym_wake, __ATOMIC_RELAXED))
 		return t_skip("membarrier(2) refused here: no bias is ever set");
 	/* Our key first, so that its destructor runs before the user's (glibc: key order). */
 	ASSERT_EQ(pp_write(dtor_pipe[1], "z", 1), 1);

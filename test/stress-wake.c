@@ -101,7 +101,7 @@ static int test_ping_pong_sleeping(void)
 static int test_ping_pong_sleeping_rmw(void)
 {
 	pp__wait_init();
-	asym_wake = 0;	/* our own copy of wait.c: once done, it stays so */
+	pp__asym_wake = 0;	/* our own copy of wait.c: once done, it stays so */
 	return ping_pong();
 }
 
