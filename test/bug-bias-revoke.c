@@ -148,6 +148,7 @@ static int records_under_revokes(void)
  */
 struct sect {
 	struct pp_pipe *p;
+	bool reader;			/* rd_mutex and the consumer's bias, else wr_mutex */
 	int cpu;
 	long long end_ms;
 	unsigned long done, fast;
@@ -155,6 +156,17 @@ struct sect {
 
 static atomic_int sect_inside;
 static unsigned long sect_count;	/* plain: only the lock's holder touches it */
+
+static bool sect_lock(struct sect *t)
+{
+	bool fast = t->reader ? pp__pipe_lock_reader_fast(t->p) : pp__pipe_lock_producer_fast(t->p);
+
+	if (!fast && t->reader)
+		ASSERT_EQ(pp__pipe_lock_reader(t->p, false), 0);
+	else if (!fast)
+		pp__pipe_lock_producer(t->p);
+	return fast;
+}
 
 static void *sect_main(void *arg)
 {
@@ -164,20 +176,22 @@ static void *sect_main(void *arg)
 		t_pin(pthread_self(), t->cpu);
 	while (t_now_ms() < t->end_ms) {
 		for (int i = 0; i < 256; i++) {
-			bool fast = pp__pipe_lock_producer_fast(t->p);
+			bool fast = sect_lock(t);
 
-			if (!fast)
-				pp__pipe_lock_producer(t->p);
 			/*
-			 * At once: an overlap goes on to confuse wr_bias.fast, and
-			 * the two threads then wait for each other for good.
+			 * At once: an overlap goes on to confuse the bias's
+			 * `fast`, and the two threads then wait for each other
+			 * for good.
 			 */
 			if (atomic_exchange_explicit(&sect_inside, 1, memory_order_relaxed))
-				t_fail_at(__FILE__, __LINE__, "two threads inside wr_mutex at once (%s way in)",
-					  fast ? "fast" : "ordinary");
+				t_fail_at(__FILE__, __LINE__, "two threads inside %s at once (%s way in)",
+					  t->reader ? "rd_mutex" : "wr_mutex", fast ? "fast" : "ordinary");
 			(*(volatile unsigned long *)&sect_count)++;
 			atomic_store_explicit(&sect_inside, 0, memory_order_relaxed);
-			pp__pipe_unlock_producer(t->p);
+			if (t->reader)
+				pp__pipe_unlock_consumer(t->p);
+			else
+				pp__pipe_unlock_producer(t->p);
 			t->done++;
 			t->fast += fast;
 		}
@@ -185,81 +199,14 @@ static void *sect_main(void *arg)
 	return NULL;
 }
 
-static int bare_sections(void)
-{
-	struct pp_file *e[2];
-	struct sect t[2];
-	pthread_t th[2];
-	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	long long end;
-	unsigned long revokes;
-
-	if (ncpu < 2)
-		return t_skip("one CPU: the owner and the revoker never run at once");
-	if (t_under_valgrind())
-		return t_skip("valgrind runs one thread at a time: a fast entry and a revoke never overlap");
-	t_pipe2(e, 0);
-	if (!__atomic_load_n(&pp__asym_wake, __ATOMIC_RELAXED)) {
-		pp_close(e[0]);
-		pp_close(e[1]);
-		return t_skip("membarrier(2) refused here: no bias is ever set");
-	}
-	end = t_now_ms() + 1000;
-	for (int i = 0; i < 2; i++) {
-		t[i] = (struct sect){ .p = e[1]->pipe, .cpu = i, .end_ms = end };
-		ASSERT_EQ(pthread_create(&th[i], NULL, sect_main, &t[i]), 0);
-	}
-	for (int i = 0; i < 2; i++)
-		t_join(th[i], NULL, 30);
-	revokes = __atomic_load_n(&e[1]->pipe->wr_bias.revokes, __ATOMIC_RELAXED);
-	printf("  %lu + %lu sections (%lu + %lu fast), %lu revokes\n",
-	       t[0].done, t[1].done, t[0].fast, t[1].fast, revokes);
-	ASSERT_EQ(sect_count, t[0].done + t[1].done);
-	if (revokes < 100 || !t[0].fast || !t[1].fast)
-		t_fail_at(__FILE__, __LINE__, "%lu revokes, fast takes %lu and %lu: the race was not played",
-			  revokes, t[0].fast, t[1].fast);
-	pp_close(e[0]);
-	pp_close(e[1]);
-	return T_EXIT_PASS;
-}
-
-/*
- * The consumer's bias, the same way: two threads on two CPUs take rd_mutex
- * by pp__pipe_lock_reader_fast (which this build allows on any CPU) or
- * the ordinary way.
- */
-static void *rd_sect_main(void *arg)
-{
-	struct sect *t = arg;
-
-	if (t->cpu >= 0)
-		t_pin(pthread_self(), t->cpu);
-	while (t_now_ms() < t->end_ms) {
-		for (int i = 0; i < 256; i++) {
-			bool fast = pp__pipe_lock_reader_fast(t->p);
-
-			if (!fast)
-				ASSERT_EQ(pp__pipe_lock_reader(t->p, false), 0);
-			if (atomic_exchange_explicit(&sect_inside, 1, memory_order_relaxed))
-				t_fail_at(__FILE__, __LINE__, "two threads inside rd_mutex at once (%s way in)",
-					  fast ? "fast" : "ordinary");
-			(*(volatile unsigned long *)&sect_count)++;
-			atomic_store_explicit(&sect_inside, 0, memory_order_relaxed);
-			pp__pipe_unlock_consumer(t->p);
-			t->done++;
-			t->fast += fast;
-		}
-	}
-	return NULL;
-}
-
-static int bare_read_sections(void)
+static int run_sections(bool reader)
 {
 	struct pp_file *e[2];
 	struct sect t[2];
 	pthread_t th[2];
 	long long end;
 	unsigned long revokes;
+	struct pp_bias *b;
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		return t_skip("one CPU: the owner and the revoker never run at once");
@@ -271,15 +218,16 @@ static int bare_read_sections(void)
 		pp_close(e[1]);
 		return t_skip("membarrier(2) refused here: no bias is ever set");
 	}
+	b = reader ? &e[0]->pipe->rd_bias : &e[0]->pipe->wr_bias;
 	sect_count = 0;
 	end = t_now_ms() + 1000;
 	for (int i = 0; i < 2; i++) {
-		t[i] = (struct sect){ .p = e[0]->pipe, .cpu = i, .end_ms = end };
-		ASSERT_EQ(pthread_create(&th[i], NULL, rd_sect_main, &t[i]), 0);
+		t[i] = (struct sect){ .p = e[0]->pipe, .reader = reader, .cpu = i, .end_ms = end };
+		ASSERT_EQ(pthread_create(&th[i], NULL, sect_main, &t[i]), 0);
 	}
 	for (int i = 0; i < 2; i++)
 		t_join(th[i], NULL, 30);
-	revokes = __atomic_load_n(&e[0]->pipe->rd_bias.revokes, __ATOMIC_RELAXED);
+	revokes = __atomic_load_n(&b->revokes, __ATOMIC_RELAXED);
 	printf("  %lu + %lu sections (%lu + %lu fast), %lu revokes\n",
 	       t[0].done, t[1].done, t[0].fast, t[1].fast, revokes);
 	ASSERT_EQ(sect_count, t[0].done + t[1].done);
@@ -289,6 +237,20 @@ static int bare_read_sections(void)
 	pp_close(e[0]);
 	pp_close(e[1]);
 	return T_EXIT_PASS;
+}
+
+static int bare_sections(void)
+{
+	return run_sections(false);
+}
+
+/*
+ * The consumer's bias, the same way: pp__pipe_lock_reader_fast (which this
+ * build allows on any CPU) or the ordinary way into rd_mutex.
+ */
+static int bare_read_sections(void)
+{
+	return run_sections(true);
 }
 
 /*
