@@ -1024,8 +1024,12 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 	return ret;
 }
 
-/* f held by a reference (*ref) or by the fast way's section. */
-static inline void read_hold_file(struct pp_file *f, bool *ref)
+/*
+ * f is held by a reference (*ref) or by a fast section of its lock; take
+ * the reference before anything that lets go of the lock (pipe_read,
+ * pipe_write).
+ */
+static inline void hold_file(struct pp_file *f, bool *ref)
 {
 	if (!*ref) {
 		pp__file_get(f);
@@ -1088,7 +1092,7 @@ static ssize_t pipe_read(struct pp_file *f, struct pp_pipe *p, struct pp_iov_ite
 				next = pp__pipe_buf(p, p->tail)->page;
 			offered = !nonblock && handoff_offer(p, it, (size_t)total);
 			/* f must outlive the wait: the lock no longer keeps it. */
-			read_hold_file(f, ref);
+			hold_file(f, ref);
 			pp__pipe_unlock_consumer(p);
 			if (offered) {
 				size_t got = handoff_wait(p);
@@ -1181,7 +1185,7 @@ static ssize_t pipe_read(struct pp_file *f, struct pp_pipe *p, struct pp_iov_ite
 	}
 	/* A release may call out, with no lock held: f must outlive it. */
 	if (dead.nr || dead.more)
-		read_hold_file(f, ref);
+		hold_file(f, ref);
 	pp__pipe_unlock_consumer(p);
 	pp__pipe_release_dead(p, &dead);
 	return ret;
@@ -1273,10 +1277,7 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 				int e;
 
 				/* f must outlive the wait: the lock no longer keeps it. */
-				if (!*ref) {
-					pp__file_get(f);
-					*ref = true;
-				}
+				hold_file(f, ref);
 				pp__pipe_unlock_producer(p);
 				e = pp__pipe_wait_room_quiet(p);
 				if (offered) {
