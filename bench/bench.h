@@ -335,6 +335,7 @@ struct bench_res {
 	int err;
 	long rss_start_kib;	/* ru_maxrss when the case began */
 	long rss_peak_kib;	/* ru_maxrss when it ended */
+	double stall_s;		/* the longest one thread went between its progress marks, if fn measures it */
 };
 
 static inline double bench_res_mbps(const struct bench_res *r)
@@ -491,6 +492,8 @@ struct bench_cell {
 	int err;			/* the first run's failure, or BENCH_SKIPPED */
 	long rss_kib;			/* the largest peak RSS growth of a run */
 	double med;
+	double stall[BENCH_MAX_RUNS];	/* each run's stall_s */
+	double stall_med;
 };
 
 static inline void bench_cell_add(struct bench_cell *c, const struct bench_res *r,
@@ -506,6 +509,7 @@ static inline void bench_cell_add(struct bench_cell *c, const struct bench_res *
 		c->err = ENODATA;	/* nothing moved: no rate to show */
 		return;
 	}
+	c->stall[c->n] = r->stall_s;
 	c->v[c->n++] = ns_per_op ? r->secs * 1e9 / (double)r->bytes : bench_res_mbps(r);
 	if (r->rss_peak_kib - r->rss_start_kib > c->rss_kib)
 		c->rss_kib = r->rss_peak_kib - r->rss_start_kib;
@@ -513,8 +517,10 @@ static inline void bench_cell_add(struct bench_cell *c, const struct bench_res *
 
 static inline void bench_cell_done(struct bench_cell *c)
 {
-	if (!c->err)
+	if (!c->err) {
 		c->med = bench_median(c->v, c->n);
+		c->stall_med = bench_median(c->stall, c->n);
+	}
 }
 
 static inline const char *bench_fmt_cell(char *buf, size_t sz, const struct bench_cell *c,

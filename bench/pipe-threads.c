@@ -328,6 +328,7 @@ struct fan_thr {
 	uint64_t per[FAN_MAX];		/* reader: the next sequence number of each writer */
 	uint64_t last;			/* reader: the last sequence number seen */
 	uint64_t seqsum;		/* reader: the sum of sequence numbers seen */
+	double stall;			/* the longest it took for 64 KiB of its own messages */
 	double t_end;
 	int err;
 };
@@ -351,14 +352,21 @@ static void *fan_writer(void *arg)
 	struct fan_thr *t = arg;
 	struct fan *f = t->f;
 	uint64_t every = 65536 / f->size, hdr;
-	double deadline;
+	double deadline, last, now;
 
 	bench_pin_thread(f->pin, 0, t->idx, f->nw, f->nr);
 	pthread_barrier_wait(&f->go);
-	deadline = bench_now() + f->secs;
+	last = bench_now();
+	deadline = last + f->secs;
 	for (uint64_t seq = 0;; seq++) {
-		if (seq % every == 0 && bench_now() >= deadline)
-			break;
+		if (seq % every == 0) {
+			now = bench_now();
+			if (now - last > t->stall)
+				t->stall = now - last;
+			last = now;
+			if (now >= deadline)
+				break;
+		}
 		hdr = (uint64_t)t->idx << 56 | seq;
 		memcpy(t->buf, &hdr, 8);
 		t->err = write_all(&f->c, t->buf, f->size);
@@ -373,13 +381,22 @@ static void *fan_reader(void *arg)
 {
 	struct fan_thr *t = arg;
 	struct fan *f = t->f;
-	uint64_t v, id, seq;
+	uint64_t v, id, seq, every = 65536 / f->size;
+	double last, now;
 
 	bench_pin_thread(f->pin, 1, t->idx, f->nw, f->nr);
 	pthread_barrier_wait(&f->go);
+	last = bench_now();
 	for (;;) {
 		ssize_t n = read_full(&f->c, t->buf, f->size);
 
+		/* Not the last read: it waits for the writers to stop and close. */
+		if (n > 0 && t->msgs % every == 0) {
+			now = bench_now();
+			if (now - last > t->stall)
+				t->stall = now - last;
+			last = now;
+		}
 		if (n < 0) {
 			t->err = (int)-n;
 			break;
@@ -441,6 +458,8 @@ static void fan_run(void *arg, struct bench_res *res)
 	for (i = 0; i < f->nw; i++) {
 		pthread_join(f->w[i].t, NULL);
 		wrote += f->w[i].msgs;
+		if (f->w[i].stall > res->stall_s)
+			res->stall_s = f->w[i].stall;
 		if (!res->err)
 			res->err = f->w[i].err;
 	}
@@ -449,6 +468,8 @@ static void fan_run(void *arg, struct bench_res *res)
 		pthread_join(f->r[i].t, NULL);
 		got += f->r[i].msgs;
 		sum += f->r[i].seqsum;
+		if (f->r[i].stall > res->stall_s)
+			res->stall_s = f->r[i].stall;
 		if (f->r[i].t_end > t_end)
 			t_end = f->r[i].t_end;
 		if (!res->err)
@@ -621,6 +642,15 @@ static const char *fmt_rss(char *buf, size_t sz, const struct bench_cell *c)
 	return buf;
 }
 
+static const char *fmt_stall(char *buf, size_t sz, const struct bench_cell *c)
+{
+	if (c->err)
+		snprintf(buf, sz, "-");
+	else
+		snprintf(buf, sz, "%.2f", c->stall_med * 1e3);
+	return buf;
+}
+
 static void heading(const char *title, enum bench_pin pin, const char *unit)
 {
 	printf("\n### %s, %s\n\nMedian of %u run%s of %.2f s; pp = pagepipe; %s.\n\n", title,
@@ -699,10 +729,14 @@ static void table_fan(enum bench_pin pin)
 	heading(pin == BENCH_PIN_SPLIT ? "fan: 4 writers -> 1 reader, 1 writer -> 4 readers, one pipe "
 					 "(split: no writer shares a CPU with a reader)"
 				       : "fan: 4 writers -> 1 reader, 1 writer -> 4 readers, one pipe", pin,
-		"MB/s (10^6 B/s), all readers together; RSS: largest peak RSS growth of a run, KiB; "
-		"no limit row (an SPSC ring has no such form)");
-	printf("| threads | size | kernel MB/s | pagepipe MB/s | pp/kernel | kernel RSS | pp RSS |\n");
-	printf("|--------:|-----:|------------:|--------------:|----------:|-----------:|-------:|\n");
+		"MB/s (10^6 B/s), all readers together; stall: the longest one thread took for "
+		"64 KiB of its own messages, ms, the median over the runs (a thread left waiting "
+		"while the others run shows here: fairness); RSS: largest peak RSS growth of a run, "
+		"KiB; no limit row (an SPSC ring has no such form)");
+	printf("| threads | size | kernel MB/s | pagepipe MB/s | pp/kernel | kernel stall | pp stall "
+	       "| kernel RSS | pp RSS |\n");
+	printf("|--------:|-----:|------------:|--------------:|----------:|-------------:|---------:"
+	       "|-----------:|-------:|\n");
 	for (unsigned int k = 0; k < 2; k++) {
 		for (unsigned int s = 0; s < 2; s++) {
 			struct fan fk = { .impl = KERN, .size = sizes[s], .nw = shape[k][0],
@@ -710,15 +744,16 @@ static void table_fan(enum bench_pin pin)
 			struct fan fp = fk;
 			void *args[NIMPL] = { &fk, &fp, NULL };
 			struct bench_cell c[NIMPL];
-			char a[32], b[32], d[32], e[32], f[32], g[32];
+			char a[32], b[32], d[32], e[32], f[32], g[32], h[32], m[32];
 
 			fp.impl = PP;
 			run_row(fan_run, args, c, false);
-			printf("| %dw -> %dr | %s | %s | %s | %s | %s | %s |\n", shape[k][0], shape[k][1],
-			       bench_fmt_size(a, sizeof(a), sizes[s]),
+			printf("| %dw -> %dr | %s | %s | %s | %s | %s | %s | %s | %s |\n", shape[k][0],
+			       shape[k][1], bench_fmt_size(a, sizeof(a), sizes[s]),
 			       bench_fmt_cell(b, sizeof(b), &c[KERN], "%.1f"),
 			       bench_fmt_cell(d, sizeof(d), &c[PP], "%.1f"),
 			       bench_fmt_cell_ratio(e, sizeof(e), &c[PP], &c[KERN]),
+			       fmt_stall(h, sizeof(h), &c[KERN]), fmt_stall(m, sizeof(m), &c[PP]),
 			       fmt_rss(g, sizeof(g), &c[KERN]), fmt_rss(f, sizeof(f), &c[PP]));
 			fflush(stdout);
 		}

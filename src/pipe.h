@@ -181,6 +181,19 @@ struct pp_bias {
 	unsigned long revokes;		/* atomic: biases revoked, for tests */
 };
 
+/*
+ * Which of a side's waiters on a shared CPU yields and which nap (wait.c).
+ * Every field is atomic and only chooses: a wrong choice costs time, never
+ * a wake-up.
+ */
+struct pp_yielder {
+	unsigned int holder;		/* the yielding thread's token, 0 if none */
+	unsigned int last;		/* the token of the one that held it last */
+	unsigned int nappers;		/* threads napping on this side */
+	long long since;		/* when `last` began to hold it, turn after turn */
+	unsigned long turns;		/* times a yielder stood aside for a napper: for tests */
+};
+
 struct pp_pipe {
 	/*
 	 * Read-mostly: changed only under both side locks (resize) or once.
@@ -255,7 +268,7 @@ struct pp_pipe {
 
 	_Alignas(PP_CACHELINE) unsigned int rd_wait;
 	unsigned int rd_sleepers;
-	unsigned int rd_yielder;	/* atomic: a reader yields its CPU while it waits (wait.c) */
+	struct pp_yielder rd_yielder;	/* which waiting reader yields its CPU (wait.c) */
 	bool rd_woken;
 
 	/* The producer's side, likewise. */
@@ -272,7 +285,7 @@ struct pp_pipe {
 
 	_Alignas(PP_CACHELINE) unsigned int wr_wait;
 	unsigned int wr_sleepers;
-	unsigned int wr_yielder;
+	struct pp_yielder wr_yielder;
 	bool wr_woken;
 
 	/*

@@ -717,45 +717,107 @@ static bool peer_shares_cpu(const int *peer_cpu)
  * yields too is one more runnable thread between the peer and its CPU, and
  * under a fair scheduler each takes its share of it: four writers yielding
  * beside one reader on one CPU leave the reader a fifth of the time it
- * needs (bench/pipe-threads, fan, same CPU: 2.3x a kernel pipe that way,
- * 3.7x with one yielder).  So the first waiter of a side yields (it holds
- * the side's `yielder` word) and any other naps: a timed futex wait of
- * PP_NAP_NS on the side's wait queue, not counted among the sleepers, so no
- * peer owes it a wake-up and no peer call pays for one.  A wake-up of the
- * queue (a close, a resize, a wake of real sleepers) ends a nap early;
- * otherwise a napper looks again when its time is up, becomes the yielder
- * if the word is free, and sleeps for real once it has napped
- * PP_NAP_BUDGET_NS.  A napper can therefore miss room or data for up to
- * one nap; it shares a CPU with a thread that is running anyway (the
- * yielder's peer), which the scheduler would let finish its slice first
- * (milliseconds) even if it were woken at once.  A thread that siglongjmps
- * out of a wait as the yielder leaves the word set: the side's waiters
- * then nap instead of yield, slower but never stuck.
+ * needs.  So the first waiter of a side yields (it holds the side's
+ * `yielder` word) and any other naps: a timed futex wait of PP_NAP_NS on
+ * the side's wait queue, not counted among the sleepers, so no peer owes
+ * it a wake-up and no peer call pays for one.  A wake-up of the queue (a
+ * close, a resize, a wake of real sleepers) ends a nap early; otherwise a
+ * napper looks again when its time is up, becomes the yielder if the word
+ * is free, and sleeps for real once it has napped PP_NAP_BUDGET_NS, or as
+ * soon as its peer last ran on another CPU (then the peer can move while
+ * we sleep, and its wake-up is what ends the wait promptly).
  *
- * The yielder word only chooses who yields; nothing else reads it, and a
- * wrong choice costs time, never a wake-up: every waiter re-checks
+ * Naps are long and the yielding goes in turns.  A napper that wakes on a
+ * timer while its peer is half way through the pipe preempts it and moves
+ * a message or two per pair of switches, where the yielder moves a pipe's
+ * worth; so a nap is PP_NAP_NS, about a scheduler slice.  Left at that, the
+ * yielder would keep the pipe for as long as it has data to write (or
+ * room to read into) and the nappers would get it only when their naps
+ * happen to end at a good moment.  So a waiter that has been the yielder
+ * for PP_YIELD_TURN_NS, wait after wait, stands aside when it finds the
+ * word free and others napping: it wakes one thread of the queue and naps
+ * itself, and whoever takes the word next begins a turn.  Four writers
+ * into one reader at 4 KiB, all on one CPU (bench/pipe-threads -t fan,
+ * PP_BENCH_PIN=same, "stall" the longest a thread took for 64 KiB of its
+ * own messages): naps of 50 us and no turns made 2.3x a kernel pipe with
+ * stalls of 3.5-6 ms; naps of 1 ms and no turns 3.0x, stalls of 19 ms;
+ * naps of 1 ms and turns of 0.2 ms 3.0x, stalls of 1.1 ms (the kernel's:
+ * 0.4 ms); turns of 0.5 ms let stalls grow to 6-8 ms.  A napper woken by
+ * nothing misses room or data for up to one nap; it shares a CPU with a
+ * thread that is running anyway (the yielder's peer), which the scheduler
+ * would let finish its slice first (milliseconds) even if it were woken
+ * at once.  A thread that siglongjmps out of a wait as the yielder leaves
+ * the word set: the side's waiters then nap instead of yield, slower but
+ * never stuck.
+ *
+ * struct pp_yielder only chooses who yields; nothing else reads it, so its
+ * fields are relaxed atomics and a wrong choice (two threads that both
+ * think a turn is theirs, a stand-aside that wakes a real sleeper instead
+ * of a napper) costs time, never a wake-up: every waiter re-checks
  * ready() after each yield or nap and sleeps through sleep_on().
  */
 #ifndef PP_NAP_NS
-#define PP_NAP_NS		50000
+#define PP_NAP_NS		1000000
 #endif
+#ifndef PP_NAP_BUDGET_NS
 #define PP_NAP_BUDGET_NS	10000000
+#endif
 
-static bool take_yielder(unsigned int *yielder)
+#ifndef PP_YIELD_TURN_NS
+#define PP_YIELD_TURN_NS	200000
+#endif
+
+/* This thread's token for struct pp_yielder: nonzero, distinct while it lives. */
+static unsigned int yield_tokens;
+static __thread unsigned int yield_me __attribute__((tls_model("initial-exec")));
+
+static unsigned int yield_token(void)
 {
-	unsigned int free = 0;
-
-	return __atomic_load_n(yielder, __ATOMIC_RELAXED) == 0 &&
-	       __atomic_compare_exchange_n(yielder, &free, 1, false, __ATOMIC_RELAXED,
-					   __ATOMIC_RELAXED);
+	while (unlikely(!yield_me))
+		yield_me = __atomic_add_fetch(&yield_tokens, 1, __ATOMIC_RELAXED);
+	return yield_me;
 }
 
-static void nap(unsigned int *wq)
+/*
+ * Become the side's yielder if nobody is.  A thread that has been it for a
+ * whole turn (PP_YIELD_TURN_NS, across however many waits) while others
+ * nap declines and wakes the queue instead, so that one of them takes
+ * over: the turn is what keeps the faster scheme fair.
+ */
+static bool take_yielder(struct pp_yielder *y, unsigned int *wq)
+{
+	unsigned int me = yield_token(), free = 0;
+	long long now;
+
+	if (__atomic_load_n(&y->holder, __ATOMIC_RELAXED))
+		return false;
+	now = pp__mono_ns();
+	if (__atomic_load_n(&y->last, __ATOMIC_RELAXED) == me &&
+	    __atomic_load_n(&y->nappers, __ATOMIC_RELAXED) &&
+	    now - __atomic_load_n(&y->since, __ATOMIC_RELAXED) >= PP_YIELD_TURN_NS) {
+		__atomic_store_n(&y->last, 0, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&y->turns, 1, __ATOMIC_RELAXED);
+		syscall(SYS_futex, wq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+		return false;
+	}
+	if (!__atomic_compare_exchange_n(&y->holder, &free, me, false, __ATOMIC_RELAXED,
+					 __ATOMIC_RELAXED))
+		return false;
+	if (__atomic_load_n(&y->last, __ATOMIC_RELAXED) != me) {
+		__atomic_store_n(&y->since, now, __ATOMIC_RELAXED);
+		__atomic_store_n(&y->last, me, __ATOMIC_RELAXED);
+	}
+	return true;
+}
+
+static void nap(struct pp_yielder *y, unsigned int *wq)
 {
 	static const struct timespec ts = { .tv_nsec = PP_NAP_NS };
 	unsigned int seq = __atomic_load_n(wq, __ATOMIC_RELAXED);
 
+	__atomic_fetch_add(&y->nappers, 1, __ATOMIC_RELAXED);
 	syscall(SYS_futex, wq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL, 0);
+	__atomic_fetch_sub(&y->nappers, 1, __ATOMIC_RELAXED);
 }
 
 /*
@@ -771,7 +833,7 @@ static void nap(unsigned int *wq)
  * a hint that went stale (its page let go) costs nothing.
  */
 static bool wait_briefly(struct pp_pipe *p, bool (*ready)(struct pp_pipe *), const int *peer_cpu,
-			 unsigned int *wq, unsigned int *yielder, const void *hint)
+			 unsigned int *wq, struct pp_yielder *yielder, const void *hint)
 {
 	long long now = pp__mono_ns(), deadline = now + PP_SPIN_NS, nap_end = now + PP_NAP_BUDGET_NS;
 	bool mine = false;
@@ -789,7 +851,7 @@ static bool wait_briefly(struct pp_pipe *p, bool (*ready)(struct pp_pipe *), con
 		return ready(p);
 	}
 	for (;;) {
-		if (!mine && take_yielder(yielder)) {
+		if (!mine && take_yielder(yielder, wq)) {
 			mine = true;
 			deadline = pp__mono_ns() + PP_SPIN_NS;
 		}
@@ -798,13 +860,13 @@ static bool wait_briefly(struct pp_pipe *p, bool (*ready)(struct pp_pipe *), con
 			if (ready(p) || pp__mono_ns() >= deadline)
 				break;
 		} else {
-			nap(wq);
-			if (ready(p) || pp__mono_ns() >= nap_end)
+			nap(yielder, wq);
+			if (ready(p) || pp__mono_ns() >= nap_end || !peer_shares_cpu(peer_cpu))
 				break;
 		}
 	}
 	if (mine)
-		__atomic_store_n(yielder, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&yielder->holder, 0, __ATOMIC_RELAXED);
 	return ready(p);
 }
 

@@ -14,8 +14,13 @@
  *     never calls the pipe again until all four have returned.  A waiter
  *     that napped must find the room on its own: none may be left
  *     blocked beside it.
+ *
+ * In both fans the side with four threads must also have handed the
+ * yielding over (struct pp_yielder's turns): without it one thread keeps
+ * the pipe while the others nap, for milliseconds at a time.
  */
 #include "helpers.h"
+#include "internal.h"
 
 #include <sched.h>
 #include <stdint.h>
@@ -124,6 +129,7 @@ static int fan_in_one_cpu(void)
 {
 	pthread_t th[NT], rd;
 	uint64_t next[NT] = { 0 };
+	unsigned long turns;
 
 	pin();
 	deadline = t_now_ms() + stress_ms / 2;
@@ -133,14 +139,16 @@ static int fan_in_one_cpu(void)
 		ASSERT_EQ(pthread_create(&th[i], NULL, fan_in_writer, (void *)i), 0);
 	for (int i = 0; i < NT; i++)
 		t_join(th[i], NULL, 30);
+	turns = __atomic_load_n(&E[1]->pipe->wr_yielder.turns, __ATOMIC_RELAXED);
 	pp_close(E[1]);
 	t_join(rd, NULL, 30);
 	pp_close(E[0]);
 	for (int i = 0; i < NT; i++)
 		ASSERT_EQ(next[i], done_seq[i]);
-	printf("fan in: records %llu %llu %llu %llu\n", (unsigned long long)next[0],
+	printf("fan in: records %llu %llu %llu %llu, %lu turns\n", (unsigned long long)next[0],
 	       (unsigned long long)next[1], (unsigned long long)next[2],
-	       (unsigned long long)next[3]);
+	       (unsigned long long)next[3], turns);
+	ASSERT_GE(turns, 1ul);
 	return T_EXIT_PASS;
 }
 
@@ -166,6 +174,7 @@ static int fan_out_one_cpu(void)
 	pthread_t th[NT];
 	uint64_t got[NT] = { 0 }, total = 0, seq = 0;
 	const uint64_t cap = FAN_OUT_CAP;
+	unsigned long turns;
 
 	pin();
 	deadline = t_now_ms() + stress_ms / 2;
@@ -176,6 +185,7 @@ static int fan_out_one_cpu(void)
 		ASSERT_EQ(pthread_create(&th[i], NULL, fan_out_reader, &got[i]), 0);
 	while (t_now_ms() < deadline && seq < cap)
 		write_rec(E[1], 0, seq++);
+	turns = __atomic_load_n(&E[0]->pipe->rd_yielder.turns, __ATOMIC_RELAXED);
 	pp_close(E[1]);
 	for (int i = 0; i < NT; i++) {
 		t_join(th[i], NULL, 30);
@@ -188,9 +198,10 @@ static int fan_out_one_cpu(void)
 			t_fail_at(__FILE__, __LINE__, "record %llu arrived %u times",
 				  (unsigned long long)i, seen[i]);
 	free(seen);
-	printf("fan out: %llu records, readers took %llu %llu %llu %llu\n",
+	printf("fan out: %llu records, readers took %llu %llu %llu %llu, %lu turns\n",
 	       (unsigned long long)seq, (unsigned long long)got[0], (unsigned long long)got[1],
-	       (unsigned long long)got[2], (unsigned long long)got[3]);
+	       (unsigned long long)got[2], (unsigned long long)got[3], turns);
+	ASSERT_GE(turns, 1ul);
 	return T_EXIT_PASS;
 }
 
