@@ -103,7 +103,10 @@ int     pp__shared_read_done(struct pp_file *f, size_t consumed);
 #define PP_LEASE_MAX	64u	/* pages one pp_write_lend() lends at most */
 ssize_t pp__shared_write_lend(struct pp_file *f, struct iovec *iov, int iovcnt, size_t count);
 int     pp__shared_write_done(struct pp_file *f, size_t filled);
-/* splice and tee on shared ends (shared_splice.c), after splice.c's checks; vmsplice is vmsplice.c's. */
+/*
+ * splice and tee on shared ends (shared_splice.c), after splice.c's checks;
+ * vmsplice is vmsplice.c's.
+ */
 ssize_t pp__shared_splice_in(struct pp_file *in, off_t *ppos, struct pp_file *out, size_t len,
 			     unsigned int flags);
 ssize_t pp__shared_splice_out(struct pp_file *in, struct pp_file *out, off_t *ppos, size_t len,

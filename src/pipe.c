@@ -643,9 +643,10 @@ ssize_t pp__pipe_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
  * side.
  *
  * Ordering.  The reader takes the offer (CAS NONE -> BUSY), fills ho_total
- * and ho_it, then publishes them with a release store of OFFERED; the writer's acquire CAS OFFERED ->
- * CLAIMED reads from it (or from a writer's release store of OFFERED that
- * gave an offer back, which the same chain covers).  The writer copies,
+ * and ho_it, then publishes them with a release store of OFFERED; the
+ * writer's acquire CAS OFFERED -> CLAIMED reads from it (or from a
+ * writer's release store of OFFERED that gave an offer back, which the
+ * same chain covers).  The writer copies,
  * stores ho_got, and publishes both with a release store of DONE, followed
  * by a wake-up (wait.c); the reader's acquire load of DONE sees the bytes
  * and the count, and only then stores NONE.  A reader that wakes to a

@@ -1790,7 +1790,10 @@ void pp__shared_blocking(struct pp_file *f, bool on)
 		__atomic_fetch_and(lock, ~LOCK_BLOCKED, __ATOMIC_RELAXED);
 }
 
-/* Wait with no lock held until f's end is ready (data, room): 1, or 0 when the other side is gone. */
+/*
+ * Wait with no lock held until f's end is ready (data, room): 1, or 0 when
+ * the other side is gone.
+ */
 int pp__shared_wait(struct pp_file *f)
 {
 	struct sh_end *e = end_of(f);
@@ -1805,8 +1808,8 @@ int pp__shared_wait(struct pp_file *f)
  * Lend the front of the pipe: up to nmax iovecs, count bytes, one per slot,
  * pointing into the arena, and no further than one packet if packets;
  * flags (if not NULL) gets each slot's CAN_MERGE and PACKET, and
- * PP__LENT_WHOLE where the iovec runs to the end of its slot.  Waits as a read does unless nonblock (-EAGAIN);
- * 0 at EOF.  With bytes lent (> 0), rd_lock stays held for
+ * PP__LENT_WHOLE where the iovec runs to the end of its slot.  Waits as a
+ * read does unless nonblock (-EAGAIN); 0 at EOF.  With bytes lent (> 0), rd_lock stays held for
  * pp__shared_consume().
  */
 ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax, size_t count,

@@ -228,11 +228,12 @@ static inline void note_cpu(int *where)
  * Only pp_write's path comes the fast way (pp__pipe_lock_producer_fast),
  * and it holds the lock only for a bounded copy, in one thread: a wait, a
  * lease, a splice take the ordinary way.  (The consumer's bias is the same
- * lock on rd_mutex, for pp_read's path: see pp__pipe_lock_reader_fast.)  The bias goes to a thread that
- * took the ordinary lock PP_BIAS_AFTER times in a row; each revoke
- * doubles that, so two threads taking turns cost a membarrier ever more
- * rarely.  A caller of the fast path takes no reference on its file (that
- * was one of the four instructions): pp_close() of the write end revokes
+ * lock on rd_mutex, for pp_read's path: see pp__pipe_lock_reader_fast.)
+ * The bias goes to a thread that took the ordinary lock PP_BIAS_AFTER
+ * times in a row; each revoke doubles that, so two threads taking turns
+ * cost a membarrier ever more rarely.  A caller of the fast path takes no
+ * reference on its file (that was one of the four instructions):
+ * pp_close() of the write end revokes
  * the bias first (pp__pipe_producer_unbias), so the file outlives every
  * fast section, and pipe_write takes a reference before it lets go of the
  * lock to wait.  Records are never freed: a thread's goes back to a pool
@@ -251,7 +252,8 @@ static int asym_barrier(void);
 #endif
 
 struct bias_rec {
-	_Alignas(PP_CACHELINE) unsigned int busy;	/* atomic: fast sections we are in; ours alone to store */
+	/* atomic: fast sections we are in; ours alone to store */
+	_Alignas(PP_CACHELINE) unsigned int busy;
 	struct bias_rec *next;				/* the pool's list, under bias_lock */
 };
 
