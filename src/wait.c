@@ -750,7 +750,9 @@ static bool peer_shares_cpu(const int *peer_cpu)
  * would let finish its slice first (milliseconds) even if it were woken
  * at once.  A thread that siglongjmps out of a wait as the yielder leaves
  * the word set: the side's waiters then nap instead of yield, slower but
- * never stuck.
+ * never stuck; one that jumps out of a nap leaves itself counted among the
+ * nappers: each yielder then stands aside after its turn though nobody
+ * may take over, a 1 ms nap per turn, again slower but never stuck.
  *
  * struct pp_yielder only chooses who yields; nothing else reads it, so its
  * fields are relaxed atomics and a wrong choice (two threads that both
