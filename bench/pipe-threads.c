@@ -15,7 +15,12 @@
  *   fan     4 writers -> 1 reader and 1 writer -> 4 readers, messages of
  *           512 B and 4 KiB (<= PIPE_BUF, so writes are atomic and each
  *           read of that size gets one whole message).  No limit row: an
- *           SPSC ring has no many-writer or many-reader form.
+ *           SPSC ring has no many-writer or many-reader form.  Each pipe
+ *           also gets a stall column: the longest any one thread took for
+ *           64 KiB of its own messages (timed where the writers read the
+ *           clock anyway, every 64 KiB), the median over the runs; a pipe
+ *           that lets one thread keep it while the others wait is fast
+ *           and unfair, and shows here.
  *   rtt     a 64 B round trip: one thread writes a message into pipe A,
  *           the other reads it and writes it back through pipe B; ns per
  *           round trip.  The limit row is two spinning flags (atomic ints);
