@@ -137,6 +137,15 @@ static inline void *bench_buf(size_t len)
 	return aligned_alloc(64, (len + 63) & ~(size_t)63);
 }
 
+/*
+ * The same on a page boundary.  aligned_alloc's size must be a multiple of
+ * its alignment (C11; glibc forgives it, ASan does not).
+ */
+static inline void *bench_page_buf(size_t len)
+{
+	return aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
+}
+
 /* Peak resident set of this process, in KiB (ru_maxrss is KiB on Linux). */
 static inline long bench_peak_rss_kib(void)
 {

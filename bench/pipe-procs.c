@@ -327,7 +327,7 @@ static void msg_writer(struct job *j, struct bench_res *res)
 {
 	/* Read the clock about every 64 KiB: a vDSO call per 64 B write would show. */
 	uint64_t every = j->size >= 65536 ? 1 : 65536 / j->size, sent = 0;
-	char *buf = aligned_alloc(4096, j->size);
+	char *buf = bench_page_buf(j->size);
 	double deadline;
 
 	if (!buf) {
@@ -354,7 +354,7 @@ static void msg_writer(struct job *j, struct bench_res *res)
 
 static void msg_reader(struct job *j, struct bench_res *res)
 {
-	char *buf = aligned_alloc(4096, j->size);
+	char *buf = bench_page_buf(j->size);
 	struct shm *s = j->shm;
 	uint64_t seq = 0, v;
 
