@@ -2,8 +2,7 @@
 /*
  * pipe-procs.c - two processes talking: the kernel's ways, a pagepipe
  * shared between them (pp_pipe2(PP_O_SHARED), forked with the process)
- * and the limit row.  zc has no pagepipe column yet: shared pipes take no
- * zero-copy calls so far.
+ * and the limit row.
  *
  * Every run forks a writer (pinger) and a reader (ponger), two processes
  * made with fork(), pinned to different CPUs (split) and to one CPU
@@ -29,7 +28,9 @@
  *         references between processes, the path a pagepipe's page
  *         lending between processes is to be compared with.  Beside it
  *         write(2) + read(2) of the same 64 KiB chunks through a kernel
- *         pipe.
+ *         pipe; the pagepipe's writer fills the arena's pages in place
+ *         (pp_write_lend) and its reader borrows them (pp_read_lend); the
+ *         limit hands chunks over by reference through two counters.
  *   rtt   a 64 B round trip (ping-pong): one process writes a message,
  *         the other reads it and writes it back; ns per round trip.
  *         Through two kernel pipes, one socketpair (both ways), two bare
