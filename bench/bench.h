@@ -132,18 +132,24 @@ static inline void bench_cpu_relax(void)
  * never shares a line with another's (malloc packs small blocks 16 bytes
  * apart): NULL on failure.
  */
-static inline void *bench_buf(size_t len)
+/*
+ * aligned_alloc's size must be a multiple of its alignment (C11; glibc
+ * forgives it, ASan does not): rounded up here.  align a power of two.
+ */
+static inline void *bench_buf_aligned(size_t align, size_t len)
 {
-	return aligned_alloc(64, (len + 63) & ~(size_t)63);
+	return aligned_alloc(align, (len + align - 1) & ~(align - 1));
 }
 
-/*
- * The same on a page boundary.  aligned_alloc's size must be a multiple of
- * its alignment (C11; glibc forgives it, ASan does not).
- */
+static inline void *bench_buf(size_t len)
+{
+	return bench_buf_aligned(64, len);
+}
+
+/* The same on a page boundary. */
 static inline void *bench_page_buf(size_t len)
 {
-	return aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
+	return bench_buf_aligned(4096, len);
 }
 
 /* Peak resident set of this process, in KiB (ru_maxrss is KiB on Linux). */
