@@ -646,14 +646,14 @@ ssize_t pp__pipe_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
  * and ho_it, then publishes them with a release store of OFFERED; the
  * writer's acquire CAS OFFERED -> CLAIMED reads from it (or from a
  * writer's release store of OFFERED that gave an offer back, which the
- * same chain covers).  The writer copies,
- * stores ho_got, and publishes both with a release store of DONE, followed
- * by a wake-up (wait.c); the reader's acquire load of DONE sees the bytes
- * and the count, and only then stores NONE.  A reader that wakes to a
- * readable pipe withdraws with a CAS OFFERED -> NONE; if a writer's claim
- * won, it waits for DONE (or for the offer back) instead, so its buffer
- * and iterator, which live on its stack, are never written after it
- * returns.  One offer at a time: a second reader waits the usual way.
+ * same chain covers).  The writer copies, stores ho_got, and publishes
+ * both with a release store of DONE, followed by a wake-up (wait.c); the
+ * reader's acquire load of DONE sees the bytes and the count, and only
+ * then stores NONE.  A reader that wakes to a readable pipe withdraws
+ * with a CAS OFFERED -> NONE; if a writer's claim won, it waits for DONE
+ * (or for the offer back) instead, so its buffer and iterator, which live
+ * on its stack, are never written after it returns.  One offer at a
+ * time: a second reader waits the usual way.
  */
 
 /*

@@ -1809,8 +1809,8 @@ int pp__shared_wait(struct pp_file *f)
  * pointing into the arena, and no further than one packet if packets;
  * flags (if not NULL) gets each slot's CAN_MERGE and PACKET, and
  * PP__LENT_WHOLE where the iovec runs to the end of its slot.  Waits as a
- * read does unless nonblock (-EAGAIN); 0 at EOF.  With bytes lent (> 0), rd_lock stays held for
- * pp__shared_consume().
+ * read does unless nonblock (-EAGAIN); 0 at EOF.  With bytes lent (> 0),
+ * rd_lock stays held for pp__shared_consume().
  */
 ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax, size_t count,
 			bool nonblock, bool packets, uint32_t *flags)

@@ -233,13 +233,13 @@ static inline void note_cpu(int *where)
  * times in a row; each revoke doubles that, so two threads taking turns
  * cost a membarrier ever more rarely.  A caller of the fast path takes no
  * reference on its file (that was one of the four instructions):
- * pp_close() of the write end revokes
- * the bias first (pp__pipe_producer_unbias), so the file outlives every
- * fast section, and pipe_write takes a reference before it lets go of the
- * lock to wait.  Records are never freed: a thread's goes back to a pool
- * when it exits, and the next thread to take it inherits its biases,
- * which is safe, as one live thread at a time holds a record.  Where
- * membarrier is refused there is no bias.
+ * pp_close() of the write end revokes the bias first
+ * (pp__pipe_producer_unbias), so the file outlives every fast section, and
+ * pipe_write takes a reference before it lets go of the lock to wait.
+ * Records are never freed: a thread's goes back to a pool when it exits,
+ * and the next thread to take it inherits its biases, which is safe, as
+ * one live thread at a time holds a record.  Where membarrier is refused
+ * there is no bias.
  */
 static inline bool asym_on(void);
 static int asym_barrier(void);
@@ -791,14 +791,14 @@ static unsigned int yield_token(void)
 static bool take_yielder(struct pp_yielder *y, unsigned int *wq)
 {
 	unsigned int me = yield_token(), free = 0;
-	long long now;
+	bool again;
 
 	if (__atomic_load_n(&y->holder, __ATOMIC_RELAXED))
 		return false;
-	now = pp__mono_ns();
-	if (__atomic_load_n(&y->last, __ATOMIC_RELAXED) == me &&
-	    __atomic_load_n(&y->nappers, __ATOMIC_RELAXED) &&
-	    now - __atomic_load_n(&y->since, __ATOMIC_RELAXED) >= PP_YIELD_TURN_NS) {
+	/* The clock only when a turn may end or begin: a lone waiter reads none. */
+	again = __atomic_load_n(&y->last, __ATOMIC_RELAXED) == me;
+	if (again && __atomic_load_n(&y->nappers, __ATOMIC_RELAXED) &&
+	    pp__mono_ns() - __atomic_load_n(&y->since, __ATOMIC_RELAXED) >= PP_YIELD_TURN_NS) {
 		__atomic_store_n(&y->last, 0, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&y->turns, 1, __ATOMIC_RELAXED);
 		syscall(SYS_futex, wq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -807,8 +807,8 @@ static bool take_yielder(struct pp_yielder *y, unsigned int *wq)
 	if (!__atomic_compare_exchange_n(&y->holder, &free, me, false, __ATOMIC_RELAXED,
 					 __ATOMIC_RELAXED))
 		return false;
-	if (__atomic_load_n(&y->last, __ATOMIC_RELAXED) != me) {
-		__atomic_store_n(&y->since, now, __ATOMIC_RELAXED);
+	if (!again) {
+		__atomic_store_n(&y->since, pp__mono_ns(), __ATOMIC_RELAXED);
 		__atomic_store_n(&y->last, me, __ATOMIC_RELAXED);
 	}
 	return true;
