@@ -62,16 +62,22 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#define SH_SLOTS	PP_SHARED_SLOTS	/* the arena's slots: 1 MiB, pipe-max-size */
+#define SH_SLOTS	PP_SHARED_SLOTS	/* slots a pipe may fill: 1 MiB, pipe-max-size */
 /*
- * Its pages: a page for every slot, and a few more.  A reader moves tail
- * before it gives the emptied slot's page back (a reader killed between
- * the two must leak that page rather than free it twice), so a writer may
- * count a free slot whose page is not back yet: with max_usage at
- * SH_SLOTS it would find no page.  One reader is in that window at a
- * time (rd_lock); the rest is margin.
+ * The ring's slots in the arena: more than SH_SLOTS, so that the drained
+ * slot (the ring, below), which holds no bytes and takes no room, fits
+ * beside a pipe of SH_SLOTS filled; a power of two, as the ring masks.
  */
-#define SH_PAGES	(SH_SLOTS + 4u)
+#define SH_RING		(2u * SH_SLOTS)
+/*
+ * Its pages: a page for every slot a pipe may fill and for the drained
+ * one, and a few more.  A reader moves tail before it gives the emptied
+ * slot's page back (a reader killed between the two must leak that page
+ * rather than free it twice), so a writer may count a free slot whose
+ * page is not back yet: with max_usage at SH_SLOTS it would find no page.
+ * One reader is in that window at a time (rd_lock); the rest is margin.
+ */
+#define SH_PAGES	(SH_SLOTS + 8u)
 #define SH_SLEEP_NS	50000000L	/* a sleep re-checks the tokens this often */
 #define SH_SPIN_NS	20000LL		/* before sleeping, when a peer may be running */
 #define SH_YIELD_NS	200000LL	/* yielding to a peer on our CPU, before sleeping */
@@ -140,7 +146,7 @@ _Static_assert(offsetof(struct sh_ctrl, rd_lock) == 64 && offsetof(struct sh_ctr
  * leaves no slot that says more than its page holds.
  */
 struct sh_slot {
-	uint32_t end;			/* atomic: end of the bytes | SLOT_SEALED | SLOT_WRITING */
+	uint32_t end;			/* atomic: end of the bytes | SLOT_DRAINED: the ring, below */
 	uint32_t offset;		/* the reader's; under rd_lock */
 	uint32_t page;			/* arena page index */
 	uint32_t flags;			/* PP_BUF_FLAG_CAN_MERGE or PP_BUF_FLAG_PACKET */
@@ -228,8 +234,9 @@ static long futex(uint32_t *w, int op, uint32_t val, const struct timespec *ts)
  * and a reader go on at once, meeting only in the words the ring protocol
  * below names.  The word holds the holder's pid, so a waiter that has
  * waited SH_SLEEP_NS can ask whether the holder still lives, and take the
- * lock over from a dead one (a SIGKILL in the middle of a call), after
- * repairing what it may have left half-done (repair_writer).  A holder
+ * lock over from a dead one (a SIGKILL in the middle of a call); what it
+ * left half-done was never shown (the ring), and the pages it held come
+ * back through a sweep.  A holder
  * that lives but keeps the lock for LOCK_STUCK_WAITS waits in a row is
  * taken for a scribble (a peer wrote some live process's pid there; no
  * call of ours holds a side lock across a sleep, and one that blocks in a
@@ -296,23 +303,6 @@ static void note_cpu(struct sh_ctrl *c, int side)
 		__atomic_store_n(&c->cpu[side], cpu, __ATOMIC_RELAXED);
 }
 
-/*
- * A writer that died between its claim of the last slot (SLOT_WRITING)
- * and the store that ends it left the claim behind: undo it.  Its bytes
- * past the old end were never shown.  With wr_lock held, so no live
- * writer is inside a merge.
- */
-static void repair_writer(struct sh_pipe *sp)
-{
-	struct sh_ctrl *c = ctrl(sp);
-	struct sh_slot *s = slot(sp, __atomic_load_n(&c->head, __ATOMIC_RELAXED) - 1);
-	uint32_t e = __atomic_load_n(&s->end, __ATOMIC_RELAXED);
-
-	if (e & SLOT_WRITING)
-		__atomic_compare_exchange_n(&s->end, &e, e & ~SLOT_WRITING, false,
-					    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
-}
-
 static int lock_acquire(struct sh_pipe *sp, uint32_t *lock)
 {
 	const struct timespec ts = { 0, SH_SLEEP_NS };
@@ -351,8 +341,6 @@ static int lock_acquire(struct sh_pipe *sp, uint32_t *lock)
 			    __atomic_compare_exchange_n(lock, &v, me | LOCK_WAITERS, false,
 							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
 				/* Taken over from a dead holder: it may have held pages. */
-				if (lock == &ctrl(sp)->wr_lock)
-					repair_writer(sp);
 				__atomic_store_n(&ctrl(sp)->sweep, 1, __ATOMIC_RELAXED);
 				return 0;
 			}
@@ -472,8 +460,8 @@ static int sh_barrier(void)
  *
  * Deaths and scribbles.  An owner killed inside a fast section leaves busy
  * set: the revoker asks whether its process lives every SH_SLEEP_NS, and
- * takes over from the dead as lock_acquire does (repair_writer, then a
- * sweep for the pages it held).  A live owner inside for
+ * takes over from the dead as lock_acquire does (a sweep for the pages
+ * it held).  A live owner inside for
  * LOCK_STUCK_WAITS sleeps is taken for a scribble (a fast section is a
  * bounded copy and never blocks): EIO.  Only sh_writev's path comes the
  * fast way; a wait, a reservation, a lease take wr_lock the ordinary way.
@@ -597,7 +585,6 @@ static int wr_revoke_bias(struct sh_pipe *sp)
 		    __atomic_load_n(&r->busy, __ATOMIC_ACQUIRE)) {
 			/* As a lock taken over from the dead. */
 			__atomic_store_n(&r->busy, 0, __ATOMIC_RELAXED);
-			repair_writer(sp);
 			__atomic_store_n(&c->sweep, 1, __ATOMIC_RELAXED);
 			__atomic_store_n(&c->wr_dead_owners,
 					 __atomic_load_n(&c->wr_dead_owners, __ATOMIC_RELAXED) + 1,
@@ -674,7 +661,7 @@ static void wr_bias_count(struct sh_pipe *sp)
  * given back (a reader between its store of tail and the return).  Nobody
  * else can name them, so they would be lost to the pipe for good: once a
  * lock is taken over from the dead, the next reader to take rd_lock takes
- * wr_lock too (rd_lock first, the order of wait_writing) and, with every
+ * wr_lock too (rd_lock first, the order set_size() takes them in) and, with every
  * page user of the pipe held off, gives back each page that is neither in
  * a slot of the ring, nor the spare, nor free.
  */
@@ -951,55 +938,66 @@ sleep:
  *
  *   writer: fill slot[head] (end, offset, page, flags) and its page
  *           store head + 1 (release)      -- reader: load head (acquire)
- *   reader: copy out, move offset, seal (below)
+ *   reader: copy out, move offset
  *           store tail + 1 (release)      -- writer: load tail (acquire)
  *           and only then give the page back
  *
  * Merges: a writer may append to the last slot, slot[head - 1], while a
- * reader reads it, through the slot's end word (pipe.h's merge word, with
- * no DRAINED: a slot emptied is retired at once, as Linux frees an
- * emptied buffer):
+ * reader reads it.  The slot's end word is the writers' (wr_lock): only a
+ * writer stores a length there, with a plain store, and a reader only
+ * adds SLOT_DRAINED (below) with a CAS:
  *
- *   writer: CAS end -> end | SLOT_WRITING    (acquire; fails if sealed)
- *           copy the bytes after end
- *           store new end                     (release: the bytes before it)
- *   reader: load end (acquire): len = end - offset
- *           an emptied last slot is sealed before it is retired:
- *           CAS end -> end | SLOT_SEALED      (fails if the writer came first)
+ *   writer (extend): load end (acquire): not DRAINED, room in the page
+ *                    copy the bytes after end
+ *                    store new end              (release: the bytes before it)
+ *   reader:          load end (acquire): len = end - offset
  *
- * A slot that is not the last cannot be merged into (a writer merges only
- * into head - 1 and finishes before it moves head), so the reader retires
- * it without a seal once it holds no SLOT_WRITING.  Every word read from
- * the arena is checked before it addresses memory.
+ * No locked instruction on the writer's way.  One after the copy (the
+ * claim of the slot this once took, a CAS) waits for the copy's stores
+ * to leave for the reader's CPU, and at 64 B a message that wait was most
+ * of the writer's time (docs/shared-pipes.md, 3e).  The price: a reader
+ * cannot shut a slot against a merge, so it never retires the last slot
+ * while that one may be merged into (its page would go back with a
+ * writer still copying into it).  It retires a slot once the slot is not
+ * the last (a writer merges only into head - 1 and stores its end before
+ * it moves head past it: the reader's acquire load of head, then of end,
+ * sees the final end) or holds packets (PP_BUF_FLAG_CAN_MERGE clear: no
+ * merge ever).  Every word read from the arena is checked before it
+ * addresses memory.
  *
  * The drained slot (pipe.h's SLOT_DRAINED, between processes).  A read
- * that empties the last slot, a mergeable one, leaves it in the ring
- * marked drained instead of retiring it: it holds no bytes and takes no
- * room (ring_used), so to everyone it is as if it were gone, but the next
- * write reopens it, from the start of its page, instead of taking a
- * fresh slot and page:
+ * (or a lend's consume) that empties the last slot, a mergeable one,
+ * leaves it in the ring marked drained: it holds no bytes and takes no
+ * room (ring_used), so to everyone it is as if it were gone, as Linux
+ * frees an emptied buffer, but the next write reopens it from the start
+ * of its page, as Linux's next write starts a fresh page:
  *
  *   reader (drain):  store offset = end; CAS end -> end | SLOT_DRAINED
  *                    (release: the copy out of the page is done;
  *                    fails if a merge came first: read it)
- *   writer (reopen): CAS end -> end | SLOT_WRITING (acquire; only a
- *                    drained slot that is the last, with wr_lock held)
- *                    store offset = 0, copy from the page's start
- *                    store end = n                 (release: offset, bytes)
+ *   writer (reopen): load end (acquire): DRAINED (the last slot, wr_lock
+ *                    held): store offset = 0, copy from the page's start
+ *                    store end = n               (release: offset, bytes)
  *
  * so 64-byte messages move neither head nor tail, nor a page through the
- * spare: of the lines that crossed CPUs at each message (head, tail,
- * spare, the slot, the page) only the slot's and the page's still do.
- * While drained, offset is the writer's to rewrite: no reader reads it
- * (a drained slot holds nothing).  Nobody merges into a drained slot (a
- * kernel pipe is empty there: the next write starts a fresh page, as the
- * reopen does).  A drained slot with others behind it is retired as any
- * emptied slot is; set_size() retires one too.  The ring then needs a
- * slot beyond max_usage, so a pipe of SH_SLOTS (pipe-max-size) drains
- * none.  A writer killed inside a reopen leaves SLOT_WRITING, which
- * repair_writer() clears: the slot is drained again, whole.
+ * spare.  While drained, offset is the writer's to rewrite: no reader
+ * reads it (a drained slot holds nothing, slot_offset()).  A drained slot
+ * with others behind it is retired as any emptied one is.  The ring has
+ * slots beyond SH_SLOTS (SH_RING), so the drained slot fits beside a
+ * full pipe of pipe-max-size.
+ *
+ * A drain may land between an extending writer's load of end and its
+ * store: the store then clears DRAINED, and the slot holds the new bytes
+ * from the offset the reader stored, the old end: they are read in
+ * order, as if the write had merged just before the read emptied the
+ * slot.  The two calls overlapped, so the bytes any read returns are a
+ * kernel pipe's; only where they sit in pages differs from a kernel pipe
+ * whose read came first (how much a later write may merge: capacity, by
+ * under a page, and only after such an overlap).  A writer killed
+ * anywhere in an extend or a reopen leaves end as it was: its bytes were
+ * never shown, and a drained slot is still drained.
  */
-/* SLOT_SEALED, SLOT_WRITING and SLOT_END_MASK are pipe.h's. */
+/* SLOT_DRAINED and SLOT_END_MASK are pipe.h's. */
 
 static int end_flags(const struct sh_end *e)
 {
@@ -1016,12 +1014,12 @@ static int corrupt(struct sh_pipe *sp)
 	return pp__arena_poison(&sp->arena);
 }
 
-/* [tail, head) no wider than the arena's slots, max_usage within them. */
+/* [tail, head) no wider than a full pipe and the drained slot, max_usage within SH_SLOTS. */
 static int check_bounds(struct sh_pipe *sp, uint32_t head, uint32_t tail)
 {
 	uint32_t max = __atomic_load_n(&ctrl(sp)->max_usage, __ATOMIC_RELAXED);
 
-	if (head - tail > SH_SLOTS || !max || max > SH_SLOTS)
+	if (head - tail > SH_SLOTS + 1 || !max || max > SH_SLOTS)
 		return corrupt(sp);
 	return 0;
 }
@@ -1115,32 +1113,25 @@ static int page_give(struct sh_pipe *sp, uint32_t idx)
 
 /*
  * Append chars bytes to the last slot if the merge rule allows it.
- * Returns chars, 0 if it may not, or -errno.  With wr_lock held.
- * (Copying first, past end, and showing the bytes with one CAS of end
- * spares the claim, but measured slower: 64-byte messages between
- * processes 191-245 MB/s against 266-274 with the claim, three A/B pairs.
- * The claim keeps the reader from draining the slot under the merge, so
- * the write lands once.)
+ * Returns chars, 0 if it may not, or -errno.  With wr_lock held.  Plain
+ * stores (the ring comment): a drain between the load and the store is
+ * undone by the store, and the reader reads on from where it drained.
  */
 static ssize_t slot_extend(struct sh_pipe *sp, struct sh_slot *s, struct pp_iov_iter *it,
 			   size_t chars)
 {
-	uint32_t e = __atomic_load_n(&s->end, __ATOMIC_RELAXED), at = e & SLOT_END_MASK;
+	/* Acquire: a drain's copy out is done (ordering only a reopen needs, but one load). */
+	uint32_t e = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE), at = e & SLOT_END_MASK;
 	char *page;
 
 	if (!(__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_CAN_MERGE) ||
-	    (e & (SLOT_SEALED | SLOT_WRITING | SLOT_DRAINED)) || at > pp__page_size ||
-	    at + chars > pp__page_size)
+	    (e & SLOT_DRAINED) || at > pp__page_size || at + chars > pp__page_size)
 		return 0;
-	/* Acquire: a seal that lost this race let go of nothing yet. */
-	if (!__atomic_compare_exchange_n(&s->end, &e, e | SLOT_WRITING, false, __ATOMIC_ACQUIRE,
-					 __ATOMIC_RELAXED))
-		return 0;	/* sealed or drained meanwhile: the reader took it all */
 	page = pp__arena_page(&sp->arena, __atomic_load_n(&s->page, __ATOMIC_RELAXED));
-	if (!page || pp__iter_copy_from(it, page + at, chars) < chars) {
-		__atomic_store_n(&s->end, e, __ATOMIC_RELEASE);
-		return page ? -EFAULT : -EIO;	/* as pipe_write: all or nothing */
-	}
+	if (!page)
+		return -EIO;
+	if (pp__iter_copy_from(it, page + at, chars) < chars)
+		return -EFAULT;		/* as pipe_write: all or nothing; end unmoved */
 	/* Release: the new bytes before the end that shows them. */
 	__atomic_store_n(&s->end, at + (uint32_t)chars, __ATOMIC_RELEASE);
 	return (ssize_t)chars;
@@ -1160,18 +1151,16 @@ static ssize_t slot_reopen(struct sh_pipe *sp, uint32_t head, uint32_t tail,
 
 	if (head != tail + 1)
 		return 0;
-	e = __atomic_load_n(&s->end, __ATOMIC_RELAXED);
-	if ((e & (SLOT_DRAINED | SLOT_SEALED | SLOT_WRITING)) != SLOT_DRAINED)
-		return 0;
 	/* Acquire: the reader's copy out of the page is done (its release CAS of DRAINED). */
-	if (!__atomic_compare_exchange_n(&s->end, &e, e | SLOT_WRITING, false, __ATOMIC_ACQUIRE,
-					 __ATOMIC_RELAXED))
-		return 0;	/* a lend sealed it, to retire it: take a fresh slot */
+	e = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
+	if (!(e & SLOT_DRAINED))
+		return 0;
 	page = pp__arena_page(&sp->arena, __atomic_load_n(&s->page, __ATOMIC_RELAXED));
-	if (!page || pp__iter_copy_from(it, page, n) < n) {
-		__atomic_store_n(&s->end, e, __ATOMIC_RELEASE);
-		return page ? -EFAULT : -EIO;
-	}
+	if (!page)
+		return -EIO;
+	/* A fault part way leaves bytes in a page nobody reads: the slot is still drained. */
+	if (pp__iter_copy_from(it, page, n) < n)
+		return -EFAULT;
 	__atomic_store_n(&s->offset, 0, __ATOMIC_RELAXED);
 	/* Release: offset and the bytes before the end that shows them, DRAINED gone. */
 	__atomic_store_n(&s->end, (uint32_t)n, __ATOMIC_RELEASE);
@@ -1394,46 +1383,6 @@ static ssize_t sh_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 }
 
 /*
- * A writer is inside a merge into the slot (SLOT_WRITING): it ends in the
- * time of a page's copy.  One that died there left the flag: its lock,
- * taken, repairs it.  With rd_lock held (the one place a reader takes
- * wr_lock too: rd_lock first, always).
- */
-static int wait_writing(struct sh_pipe *sp, struct sh_slot *s)
-{
-	struct sh_ctrl *c = ctrl(sp);
-	long long t0 = pp__mono_ns();
-
-	for (unsigned int i = 1;; i++) {
-		if (!(__atomic_load_n(&s->end, __ATOMIC_ACQUIRE) & SLOT_WRITING))
-			return 0;
-		if (i < 64)
-			pp__cpu_relax();
-		else
-			sched_yield();
-		if (!(i & 1023)) {
-			uint32_t v = __atomic_load_n(&c->wr_lock, __ATOMIC_RELAXED);
-			int err;
-
-			if (!v || pid_dead(v & LOCK_PID)) {
-				err = side_lock(sp, &c->wr_lock);
-				if (err)
-					return err;
-				repair_writer(sp);
-				/* With wr_lock held no writer is inside a merge: a flag left is a scribble. */
-				if (__atomic_load_n(&s->end, __ATOMIC_RELAXED) & SLOT_WRITING)
-					err = corrupt(sp);
-				side_unlock(&c->wr_lock);
-				if (err)
-					return err;
-			}
-			if (pp__mono_ns() - t0 > 2000000000LL)
-				return corrupt(sp);
-		}
-	}
-}
-
-/*
  * The slots a read emptied, given back together (docs/design.md:
  * batches): one store of tail, then their pages in one push, after tail,
  * so a writer that finds a free slot before its page waits a moment
@@ -1453,7 +1402,7 @@ struct sh_retired {
 	 * (bench/pipe-procs -t zc, 43-46 against 20 GB/s).
 	 */
 	bool spare;
-	uint32_t page[SH_SLOTS];
+	uint32_t page[SH_SLOTS + 1];	/* a full pipe's slots and the drained one */
 };
 
 /* Not a designated initializer: that would zero page[] (1 KiB) at every call. */
@@ -1465,18 +1414,15 @@ static void retired_init(struct sh_retired *r, uint32_t tail, bool spare)
 }
 
 /*
- * The slot at r->tail holds nothing more for us (offset == end): it goes
- * with the batch, unless a writer is appending.  1 taken, 0 not now (look
- * again).  With rd_lock held.
+ * The slot at r->tail holds nothing more for us (offset == end, or
+ * drained): it goes with the batch, unless it is the last and may be
+ * merged into, which the ring comment keeps in the ring (drained,
+ * slot_drain).  1 taken, 0 not.  With rd_lock held.
  */
-static int retire_later(struct sh_retired *r, struct sh_slot *s, uint32_t head, uint32_t e)
+static int retire_later(struct sh_retired *r, struct sh_slot *s, uint32_t head)
 {
-	if (e & SLOT_WRITING)
-		return 0;
-	/* Acq_rel: no merge lands after this; a lost race is a merge to read. */
-	if (r->tail + 1 == head && !(e & SLOT_SEALED) &&
-	    !__atomic_compare_exchange_n(&s->end, &e, e | SLOT_SEALED, false, __ATOMIC_ACQ_REL,
-					 __ATOMIC_RELAXED))
+	if (r->tail + 1 == head &&
+	    (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_CAN_MERGE))
 		return 0;
 	r->page[r->nr++] = __atomic_load_n(&s->page, __ATOMIC_RELAXED);
 	r->tail++;
@@ -1497,15 +1443,14 @@ static bool retire_now(struct sh_pipe *sp, struct sh_retired *r, int *err)
 	return true;
 }
 
-/* One slot at once: 1 retired, 0 not now, or -errno. */
-static int slot_retire(struct sh_pipe *sp, struct sh_slot *s, uint32_t tail, uint32_t head,
-		       uint32_t e)
+/* One slot at once: 1 retired, 0 not (retire_later), or -errno. */
+static int slot_retire(struct sh_pipe *sp, struct sh_slot *s, uint32_t tail, uint32_t head)
 {
 	struct sh_retired r;
 	int err = 0;
 
 	retired_init(&r, tail, true);
-	if (!retire_later(&r, s, head, e))
+	if (!retire_later(&r, s, head))
 		return 0;
 	retire_now(sp, &r, &err);
 	return err ? err : 1;
@@ -1556,25 +1501,25 @@ static void view_settle(struct sh_pipe *sp)
 }
 
 /*
- * The slot at tail, just emptied by a read, becomes the drained slot if it
- * is the last and may be merged into, and the ring has a slot to spare:
- * true if so.  *freed when that made room a writer may wait for.  With
- * rd_lock held.
+ * The slot at tail, just emptied (its offset stored), becomes the drained
+ * slot if it is the last and may be merged into: true if so, or if it was
+ * drained already.  False: it is not the last, holds packets, or a merge
+ * came meanwhile (read it).  *freed when that made room a writer may wait
+ * for.  With rd_lock held.
  */
 static bool slot_drain(struct sh_pipe *sp, struct sh_slot *s, uint32_t tail, uint32_t head,
-		       uint32_t se, uint32_t flags, bool *freed)
+		       uint32_t se, bool *freed)
 {
-	uint32_t max = __atomic_load_n(&ctrl(sp)->max_usage, __ATOMIC_RELAXED);
-
-	if (tail + 1 != head || max >= SH_SLOTS || (se & (SLOT_SEALED | SLOT_WRITING)) ||
-	    !(flags & PP_BUF_FLAG_CAN_MERGE))
+	if (tail + 1 != head || !(__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_CAN_MERGE))
 		return false;
+	if (se & SLOT_DRAINED)
+		return true;
 	/* Release: our copy out of the page is done before a reopen writes it. */
 	if (!__atomic_compare_exchange_n(&s->end, &se, se | SLOT_DRAINED, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_RELAXED))
 		return false;
 	/* A writer waits for room only when the one slot was all the pipe may hold. */
-	if (max <= 1)
+	if (__atomic_load_n(&ctrl(sp)->max_usage, __ATOMIC_RELAXED) <= 1)
 		*freed = true;
 	return true;
 }
@@ -1632,7 +1577,6 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 			struct pp_iov_iter src = { &src_iov, 1, 0 };
 			char *page;
 			size_t n;
-			int r;
 
 			if (!ret)
 				head0 = head;
@@ -1647,16 +1591,13 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 				break;
 			}
 			if (off == end) {
-				if (retire_later(&gone_slots, s, head, se))
-					continue;
-				if (ret)
-					break;
-				freed |= retire_now(sp, &gone_slots, &give_err);
-				r = wait_writing(sp, s);
-				if (r < 0) {
-					ret = r;
-					break;
-				}
+				/*
+				 * Emptied before us: drained, or the last slot
+				 * of a reader killed before its drain, or of a
+				 * lend.  Retired, or drained if it is the last.
+				 */
+				if (!retire_later(&gone_slots, s, head))
+					slot_drain(sp, s, tail, head, se, &freed);
 				continue;
 			}
 			page = pp__arena_page(&sp->arena, __atomic_load_n(&s->page, __ATOMIC_RELAXED));
@@ -1691,11 +1632,12 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 			/*
 			 * Emptied: gone from the pipe now, as Linux frees the
 			 * buffer; the last slot, a mergeable one, stays as the
-			 * drained slot (the ring comment).  Either fails if a
-			 * merge came meanwhile: the next turn reads it.
+			 * drained slot (the ring comment).  A merge that came
+			 * meanwhile fails the drain and keeps the slot: the
+			 * next turn reads it.
 			 */
-			if (off == end && !slot_drain(sp, s, tail, head, se, sflags, &freed))
-				retire_later(&gone_slots, s, head, se);
+			if (off == end && !slot_drain(sp, s, tail, head, se, &freed))
+				retire_later(&gone_slots, s, head);
 			if (!left)
 				break;
 			continue;
@@ -1837,7 +1779,8 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 		err = check_bounds(sp, head, tail);
 		if (err)
 			break;
-		if (head == tail) {
+		/* Empty, or the drained slot alone. */
+		if (!ring_used(sp, head, tail)) {
 			if (gone || !peer_side_open(e))
 				break;		/* EOF: err is 0 */
 			if (nonblock) {
@@ -1862,7 +1805,7 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 			struct sh_slot *s = slot(sp, i);
 			uint32_t se = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
 			uint32_t end = se & SLOT_END_MASK;
-			/* A drained slot is an emptied one here: retired, sealed if last. */
+			/* A drained slot is an emptied one here. */
 			uint32_t off = slot_offset(s, se);
 			char *page;
 			size_t len;
@@ -1873,12 +1816,13 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 			}
 			if (off == end) {
 				if (i != tail)
-					break;	/* a writer's claim, or a scribble: the next lend's */
-				err = slot_retire(sp, s, tail, head, se);
-				if (!err)
-					err = wait_writing(sp, s);
-				else if (err > 0)
+					break;	/* a scribble: the next lend's */
+				/* Emptied before us: retired, or drained if it is the last (sh_readv). */
+				err = slot_retire(sp, s, tail, head);
+				if (err > 0)
 					freed = true;
+				else if (!err)
+					slot_drain(sp, s, tail, head, se, &freed);
 				break;	/* look again from the new tail */
 			}
 			page = pp__arena_page(&sp->arena, __atomic_load_n(&s->page, __ATOMIC_RELAXED));
@@ -1923,7 +1867,7 @@ void pp__shared_consume(struct pp_file *f, size_t n)
 	struct sh_ctrl *c = ctrl(sp);
 	uint32_t head = __atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
 	struct sh_retired gone_slots;
-	bool freed;
+	bool freed = false;
 	int err = 0;
 
 	retired_init(&gone_slots, __atomic_load_n(&c->tail, __ATOMIC_RELAXED), false);
@@ -1942,10 +1886,15 @@ void pp__shared_consume(struct pp_file *f, size_t n)
 		off += (uint32_t)take;
 		n -= take;
 		__atomic_store_n(&s->offset, off, __ATOMIC_RELAXED);
-		if (off != end || !retire_later(&gone_slots, s, head, se))
+		if (off != end)
 			break;
+		if (!retire_later(&gone_slots, s, head)) {
+			/* The last slot, emptied: drained, or a merge came (the next lend's). */
+			slot_drain(sp, s, gone_slots.tail, head, se, &freed);
+			break;
+		}
 	}
-	freed = retire_now(sp, &gone_slots, &err);
+	freed |= retire_now(sp, &gone_slots, &err);
 	if (ev_on(sp, 0) && !has_data(sp) && __atomic_load_n(&c->writers, __ATOMIC_RELAXED))
 		event_clear(sp, 0);
 	side_unlock(&c->rd_lock);
@@ -2608,7 +2557,7 @@ int pp__shared_pipe2(struct pp_file *ends[2], int flags)
 	sp = sh_pipe_new();
 	if (!sp)
 		return -ENOMEM;
-	err = pp__arena_create(&sp->arena, SH_PAGES, SH_SLOTS);
+	err = pp__arena_create(&sp->arena, SH_PAGES, SH_RING);
 	if (err) {
 		free(sp);
 		return err;
@@ -2723,7 +2672,7 @@ static struct pp_file *do_import(const int fds[2], int flags, int *err)
 		return NULL;
 	}
 	/* The token must be this pipe's: its inode is in the arena. */
-	if (sp->arena.lay.nslots != SH_SLOTS ||
+	if (sp->arena.lay.nslots != SH_RING ||
 	    __atomic_load_n(&ctrl(sp)->token_ino, __ATOMIC_RELAXED) != (uint64_t)st.st_ino) {
 		*err = -EINVAL;
 		goto fail;
@@ -2793,7 +2742,7 @@ static int set_size(struct sh_end *e, unsigned long arg)
 	/* Above pipe-max-size, as the kernel answers an unprivileged caller. */
 	if (nr > SH_SLOTS)
 		return -EPERM;
-	/* rd_lock first, always (wait_writing); a read loan of this thread holds it. */
+	/* rd_lock first, always (sweep); a read loan of this thread holds it. */
 	held = loan_held_here(sp);
 	err = held ? 0 : side_lock(sp, &c->rd_lock);
 	if (err)
@@ -2808,22 +2757,8 @@ static int set_size(struct sh_end *e, unsigned long arg)
 	head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
 	tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
 	err = check_bounds(sp, head, tail);
-	/*
-	 * The drained slot goes first: it needs a slot beyond max_usage,
-	 * which a pipe of SH_SLOTS has not.  No writer is inside a reopen
-	 * (wr_lock), so the retire cannot fail but for a scribble.
-	 */
-	if (!err && head != tail) {
-		struct sh_slot *s = slot(sp, tail);
-		uint32_t se = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
-		int r = se & SLOT_DRAINED ? slot_retire(sp, s, tail, head, se) : 0;
-
-		if (r < 0)
-			err = r;
-		else
-			tail += (uint32_t)r;
-	}
-	if (!err && head - tail > nr)
+	/* Slots holding bytes: the drained slot takes no room (SH_RING has one for it). */
+	if (!err && ring_used(sp, head, tail) > nr)
 		err = -EBUSY;
 	if (!err)
 		__atomic_store_n(&c->max_usage, (uint32_t)nr, __ATOMIC_RELAXED);

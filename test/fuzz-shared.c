@@ -84,8 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	close(fds[0]);
 	close(fds[1]);
-	/* The same layout shared.c asked for: 260 pages (SH_PAGES), 256 slots. */
-	if (pp__arena_layout(&lay, (uint32_t)pp_page_size(), 260, 256))
+	/* The same layout shared.c asked for: 264 pages (SH_PAGES), 512 slots (SH_RING). */
+	if (pp__arena_layout(&lay, (uint32_t)pp_page_size(), 264, 512))
 		abort();
 	words = lay.pages_off / 4;
 	lock0 = lay.ctrl_off / 4;

@@ -280,7 +280,7 @@ static void basic_on(bool shared)
 
 	/*
 	 * The pages not filled go back: 300 leases of 16 pages, one byte
-	 * each filled and read.  A shared arena has 260 pages; a leak of 15
+	 * each filled and read.  A shared arena has 264 pages; a leak of 15
 	 * a round runs it dry within 20 rounds (ENOMEM).
 	 */
 	for (int i = 0; i < 300; i++) {
