@@ -94,8 +94,10 @@ static int drained_is_empty(void)
 
 /*
  * Fill with a megabyte of packets, then read them all back beside the
- * kernel's.  Packets, because a mergeable write would reopen the drained
- * slot first and so never need the slot beyond the arena's.
+ * kernel's.  Packets, because a mergeable write would reopen a drained
+ * slot first: packets take 256 fresh slots beside it, so a pipe of
+ * pipe-max-size with a drained slot needs the ring's slot beyond
+ * SH_SLOTS (shared.c, SH_RING).
  */
 static void full_pipe_same(struct t_pair *x)
 {
@@ -109,7 +111,8 @@ static void full_pipe_same(struct t_pair *x)
 	ASSERT_SAME(fcntl(x->k[1], F_SETFL, O_NONBLOCK), pp_fcntl(x->p[1], F_SETFL, O_NONBLOCK));
 }
 
-static int full_size_never_drains(void)
+/* A pipe of pipe-max-size drains too (before SH_RING it retired the slot instead). */
+static int full_size_drains_too(void)
 {
 	struct t_pair x;
 
@@ -121,7 +124,8 @@ static int full_size_never_drains(void)
 	return 0;
 }
 
-static int resize_retires_drained(void)
+/* A resize keeps the drained slot, which takes no room at any size. */
+static int resize_keeps_drained(void)
 {
 	struct t_pair x;
 
@@ -367,8 +371,8 @@ int main(void)
 {
 	static const struct t_subtest tests[] = {
 		T_SUBTEST(drained_is_empty),
-		T_SUBTEST(full_size_never_drains),
-		T_SUBTEST(resize_retires_drained),
+		T_SUBTEST(full_size_drains_too),
+		T_SUBTEST(resize_keeps_drained),
 		T_SUBTEST(packet_after_drained),
 		T_SUBTEST(view_then_lend),
 		T_SUBTEST(test_reopen_fault),
