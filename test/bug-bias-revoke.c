@@ -60,9 +60,7 @@ static void *writer_main(void *arg)
 	if (w->cpu >= 0)
 		t_pin(pthread_self(), w->cpu);
 	while (t_now_ms() < end) {
-		memcpy(rec, &w->id, sizeof(w->id));
-		memcpy(rec + 8, &seq, sizeof(seq));
-		t_fill(rec + 16, REC - 16, seq * REC, (unsigned int)w->id + 1);
+		t_rec_make(rec, REC, (uint32_t)w->id, seq);
 		ASSERT_EQ(pp_write(w->w, rec, REC), REC);
 		seq++;
 	}
@@ -101,18 +99,18 @@ static int records_under_revokes(void)
 			break;
 		have += (size_t)r;
 		while (have >= REC) {
-			int id;
-			unsigned long long seq;
+			uint32_t id;
+			uint64_t seq;
+			int torn = t_rec_check(buf, REC, &id, &seq);
 
-			memcpy(&id, buf, sizeof(id));
-			memcpy(&seq, buf + 8, sizeof(seq));
-			if (id < 0 || id >= NW)
-				t_fail_at(__FILE__, __LINE__, "a record from writer %d", id);
+			if (id >= NW)
+				t_fail_at(__FILE__, __LINE__, "a record from writer %u", id);
 			if (seq != next[id])
-				t_fail_at(__FILE__, __LINE__, "writer %d: record %llu where %llu was due",
-					  id, seq, next[id]);
-			if (t_check(buf + 16, REC - 16, seq * REC, (unsigned int)id + 1))
-				t_fail_at(__FILE__, __LINE__, "writer %d, record %llu: torn", id, seq);
+				t_fail_at(__FILE__, __LINE__, "writer %u: record %llu where %llu was due",
+					  id, (unsigned long long)seq, next[id]);
+			if (torn)
+				t_fail_at(__FILE__, __LINE__, "writer %u, record %llu: torn", id,
+					  (unsigned long long)seq);
 			next[id]++;
 			memmove(buf, buf + REC, have - REC);
 			have -= REC;
@@ -280,8 +278,9 @@ static void *reader_main(void *arg)
 		t_pin(pthread_self(), r->cpu);
 	for (;;) {
 		ssize_t n = pp_read(r->r, rec, REC);
-		unsigned long long seq;
-		int id;
+		uint64_t seq;
+		uint32_t id;
+		int torn;
 
 		if (n == -1 && errno == EAGAIN) {
 			/* Valgrind runs one thread at a time: let the writer have it. */
@@ -292,16 +291,17 @@ static void *reader_main(void *arg)
 		if (!n)
 			break;
 		ASSERT_EQ(n, REC);
-		memcpy(&id, rec, sizeof(id));
-		memcpy(&seq, rec + 8, sizeof(seq));
+		torn = t_rec_check(rec, REC, &id, &seq);
 		if (id != 0 || seq >= r->max)
-			t_fail_at(__FILE__, __LINE__, "a record from writer %d, number %llu", id, seq);
-		if (t_check(rec + 16, REC - 16, seq * REC, 1))
-			t_fail_at(__FILE__, __LINE__, "record %llu: torn", seq);
+			t_fail_at(__FILE__, __LINE__, "a record from writer %u, number %llu", id,
+				  (unsigned long long)seq);
+		if (torn)
+			t_fail_at(__FILE__, __LINE__, "record %llu: torn", (unsigned long long)seq);
 		if (r->any && seq <= r->last)
-			t_fail_at(__FILE__, __LINE__, "record %llu after %llu", seq, r->last);
+			t_fail_at(__FILE__, __LINE__, "record %llu after %llu", (unsigned long long)seq,
+				  r->last);
 		if (__atomic_exchange_n(&r->seen[seq], 1, __ATOMIC_RELAXED))
-			t_fail_at(__FILE__, __LINE__, "record %llu read twice", seq);
+			t_fail_at(__FILE__, __LINE__, "record %llu read twice", (unsigned long long)seq);
 		r->last = seq;
 		r->any = true;
 		r->got++;
@@ -320,7 +320,6 @@ static int readers_under_revokes(void)
 	long long end;
 	unsigned char *seen = calloc(n, 1);
 	unsigned long revokes;
-	int id = 0;
 
 	ASSERT_TRUE(seen != NULL);
 	t_pipe2(e, 0);
@@ -339,9 +338,7 @@ static int readers_under_revokes(void)
 	/* Up to n records, for a second and a half at most (sanitizers are slower). */
 	end = t_now_ms() + 1500;
 	for (sent = 0; sent < n && (sent % 1024 || t_now_ms() < end); sent++) {
-		memcpy(rec, &id, sizeof(id));
-		memcpy(rec + 8, &sent, sizeof(sent));
-		t_fill(rec + 16, REC - 16, sent * REC, 1);
+		t_rec_make(rec, REC, 0, sent);
 		ASSERT_EQ(pp_write(e[1], rec, REC), REC);
 	}
 	pp_close(e[1]);

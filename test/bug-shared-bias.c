@@ -71,21 +71,10 @@ static void fast_step(void)
 #define REC	512u
 #define NW	3
 
-static void rec_make(unsigned char *rec, uint32_t id, uint64_t seq)
-{
-	memcpy(rec, &id, sizeof(id));
-	memcpy(rec + 8, &seq, sizeof(seq));
-	t_fill(rec + 16, REC - 16, seq * REC, id + 1);
-}
-
-/* 0, or 1 if rec is not whole; *id and *seq from it. */
+/* t_rec_check, and an id no writer here has: 0 whole, 1 not. */
 static int rec_take(const unsigned char *rec, uint32_t *id, uint64_t *seq)
 {
-	memcpy(id, rec, sizeof(*id));
-	memcpy(seq, rec + 8, sizeof(*seq));
-	if (*id >= 64)
-		return 1;
-	return t_check(rec + 16, REC - 16, *seq * REC, *id + 1) ? 1 : 0;
+	return t_rec_check(rec, REC, id, seq) || *id >= 64;
 }
 
 static unsigned int stat_revokes(struct pp_file *f, unsigned int *dead)
@@ -132,7 +121,7 @@ static int records_under_revokes(void)
 			pp_close(p[0]);
 			t_pin(pthread_self(), (int)(i % ncpu));
 			while (t_now_ms() < end) {
-				rec_make(rec, (uint32_t)i, seq);
+				t_rec_make(rec, REC, (uint32_t)i, seq);
 				if (pp_write(p[1], rec, REC) != REC)
 					_exit(2);
 				seq++;
@@ -196,14 +185,14 @@ static pid_t owner_child(struct pp_file *p[2], int mode, size_t what, int notify
 	close(notify[0]);
 	step_fd = notify[1];
 	for (uint64_t seq = 0; seq < 20; seq++) {
-		rec_make(rec, 1, seq);
+		t_rec_make(rec, REC, 1, seq);
 		if (pp_write(p[1], rec, REC) != REC)
 			_exit(2);
 	}
 	if (!big)
 		_exit(2);
 	for (size_t off = 0; off + REC <= what; off += REC)
-		rec_make(big + off, 1, 20 + off / REC);
+		t_rec_make(big + off, REC, 1, 20 + off / REC);
 	step_mode = mode;
 	if (pp_write(p[1], big, what) != (ssize_t)what)
 		_exit(2);
@@ -249,7 +238,7 @@ static int owner_killed_inside(void)
 	ASSERT_EQ(read(notify[0], &c, 1), 1);		/* inside, pages taken, not shown */
 	ASSERT_EQ(kill(pid, SIGKILL), 0);
 	/* This process takes wr_lock the ordinary way: it finds the owner dead. */
-	rec_make(rec, 2, 0);
+	t_rec_make(rec, REC, 2, 0);
 	ASSERT_EQ(pp_write(p[1], rec, REC), REC);
 	ASSERT_EQ(stat_revokes(p[0], &dead), 1);
 	ASSERT_EQ(dead, 1);
@@ -290,7 +279,7 @@ static int owner_waited_for(void)
 		unsigned char rec[REC];
 
 		pp_close(p[0]);
-		rec_make(rec, 2, 0);
+		t_rec_make(rec, REC, 2, 0);
 		_exit(pp_write(p[1], rec, REC) == REC ? 0 : 2);
 	}
 	pp_close(p[1]);
@@ -332,7 +321,7 @@ static int no_membarrier(void)
 
 		pp_close(p[0]);
 		for (uint64_t seq = 0; seq < 200; seq++) {
-			rec_make(rec, 1, seq);
+			t_rec_make(rec, REC, 1, seq);
 			if (pp_write(p[1], rec, REC) != REC)
 				_exit(2);
 			if (seq % 50 == 49)
@@ -362,11 +351,11 @@ static void *owner_thread_main(void *arg)
 	unsigned char rec[REC];
 
 	for (uint64_t seq = 0; seq < 20; seq++) {
-		rec_make(rec, 1, seq);
+		t_rec_make(rec, REC, 1, seq);
 		if (pp_write(o->w, rec, REC) != REC)
 			return NULL;
 	}
-	rec_make(rec, 1, 20);
+	t_rec_make(rec, REC, 1, 20);
 	step_mode = 2;
 	o->last = pp_write(o->w, rec, REC);
 	return NULL;

@@ -35,6 +35,21 @@ void t_fill(void *buf, size_t len, unsigned long long pos, unsigned int seed)
 		p[i] = t_pattern(pos + i, seed);
 }
 
+void t_rec_make(unsigned char *rec, size_t len, uint32_t id, uint64_t seq)
+{
+	memset(rec, 0, T_REC_HDR);
+	memcpy(rec, &id, sizeof(id));
+	memcpy(rec + 8, &seq, sizeof(seq));
+	t_fill(rec + T_REC_HDR, len - T_REC_HDR, seq * len, id + 1);
+}
+
+int t_rec_check(const unsigned char *rec, size_t len, uint32_t *id, uint64_t *seq)
+{
+	memcpy(id, rec, sizeof(*id));
+	memcpy(seq, rec + 8, sizeof(*seq));
+	return t_check(rec + T_REC_HDR, len - T_REC_HDR, *seq * len, *id + 1) ? 1 : 0;
+}
+
 int t_check(const void *buf, size_t len, unsigned long long pos, unsigned int seed)
 {
 	const unsigned char *p = buf;

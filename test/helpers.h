@@ -11,6 +11,7 @@
 #endif
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,17 @@ static inline unsigned char t_pattern(unsigned long long pos, unsigned int seed)
 }
 void t_fill(void *buf, size_t len, unsigned long long pos, unsigned int seed);
 int  t_check(const void *buf, size_t len, unsigned long long pos, unsigned int seed);
+
+/*
+ * Records for the tests of atomic writes (at most PIPE_BUF, written
+ * whole): the writer's id (a uint32_t at 0), its sequence number (a
+ * uint64_t at 8), then t_fill's bytes keyed by both, so that a record torn,
+ * spliced from two or moved whole to another writer's place fails
+ * t_rec_check.  t_rec_check: 0 if whole, 1 if not; *id and *seq as read.
+ */
+#define T_REC_HDR	16
+void t_rec_make(unsigned char *rec, size_t len, uint32_t id, uint64_t seq);
+int  t_rec_check(const unsigned char *rec, size_t len, uint32_t *id, uint64_t *seq);
 
 /* Helpers that exit the test with T_EXIT_FAIL on an unexpected error. */
 void   t_pipe2(struct pp_file *ends[2], int flags);

@@ -148,9 +148,7 @@ static void *record_writer(void *arg)
 	unsigned long long seq = 0;
 
 	while (t_now_ms() < end) {
-		memcpy(rec, &rw->id, sizeof(rw->id));
-		memcpy(rec + 8, &seq, sizeof(seq));
-		t_fill(rec + 16, REC - 16, seq * REC, rw->id);
+		t_rec_make(rec, REC, rw->id, seq);
 		ASSERT_EQ(pp_write(rw->w, rec, REC), REC);
 		memset(rec, 0x5A, REC);
 		seq++;
@@ -191,18 +189,18 @@ static int records(void)
 			break;
 		have += (size_t)r;
 		while (have >= REC) {
-			unsigned int id;
-			unsigned long long seq;
+			uint32_t id;
+			uint64_t seq;
+			int torn = t_rec_check(buf, REC, &id, &seq);
 
-			memcpy(&id, buf, sizeof(id));
-			memcpy(&seq, buf + 8, sizeof(seq));
 			if (id < 1 || id > 2)
 				t_fail_at(__FILE__, __LINE__, "a record from writer %u", id);
 			if (seq != next[id - 1])
 				t_fail_at(__FILE__, __LINE__, "writer %u: record %llu where %llu was due",
-					  id, seq, next[id - 1]);
-			if (t_check(buf + 16, REC - 16, seq * REC, id))
-				t_fail_at(__FILE__, __LINE__, "writer %u, record %llu: torn", id, seq);
+					  id, (unsigned long long)seq, next[id - 1]);
+			if (torn)
+				t_fail_at(__FILE__, __LINE__, "writer %u, record %llu: torn", id,
+					  (unsigned long long)seq);
 			next[id - 1]++;
 			memmove(buf, buf + REC, have - REC);
 			have -= REC;

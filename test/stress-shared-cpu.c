@@ -28,9 +28,9 @@
 #define NT	4
 #define REC	4096	/* PIPE_BUF: atomic, and one read takes one whole record */
 
+/* A record's header (helpers.h: t_rec_make). */
 struct hdr {
 	uint32_t who;
-	uint32_t pad;
 	uint64_t seq;
 };
 
@@ -52,25 +52,14 @@ static void pin(void)
 		t_fail_at(__FILE__, __LINE__, "sched_setaffinity(%d): %s", cpu0, strerror(errno));
 }
 
-static void make_rec(unsigned char *rec, uint32_t who, uint64_t seq)
-{
-	struct hdr h = { .who = who, .seq = seq };
-
-	memcpy(rec, &h, sizeof(h));
-	t_fill(rec + sizeof(h), REC - sizeof(h), seq, 0x40 + who);
-}
-
 /* Checks a record and returns its header. */
 static struct hdr check_rec(const unsigned char *rec)
 {
-	struct hdr h;
+	struct hdr h = { 0 };
 
-	memcpy(&h, rec, sizeof(h));
-	if (h.who >= NT)
-		t_fail_at(__FILE__, __LINE__, "record from writer %u: there are %d", h.who, NT);
-	if (t_check(rec + sizeof(h), REC - sizeof(h), h.seq, 0x40 + h.who))
-		t_fail_at(__FILE__, __LINE__, "record %llu of writer %u is torn",
-			  (unsigned long long)h.seq, h.who);
+	if (t_rec_check(rec, REC, &h.who, &h.seq) || h.who >= NT)
+		t_fail_at(__FILE__, __LINE__, "record %llu of writer %u is torn (there are %d)",
+			  (unsigned long long)h.seq, h.who, NT);
 	return h;
 }
 
@@ -78,7 +67,7 @@ static void write_rec(struct pp_file *f, uint32_t who, uint64_t seq)
 {
 	unsigned char rec[REC];
 
-	make_rec(rec, who, seq);
+	t_rec_make(rec, REC, who, seq);
 	ssize_t r = pp_write(f, rec, REC);
 	if (r != REC)
 		t_fail_at(__FILE__, __LINE__, "pp_write: %zd (%s), want %d", r, strerror(errno), REC);
