@@ -128,6 +128,7 @@ struct sh_ctrl {
 	uint32_t end_flags[2];		/* F_SETFL flags of the read and the write end */
 	int32_t cpu[2];			/* where each side last ran: wait_for spins or yields */
 	uint64_t token_ino;		/* the token pipe's inode: pp_import() checks the token */
+	uint32_t drains;		/* slots drained so far: the merge cache (slot_extend); under rd_lock */
 	_Alignas(64) uint32_t rd_wait;
 	uint32_t rd_sleepers;
 	_Alignas(64) uint32_t wr_wait;
@@ -169,9 +170,24 @@ struct sh_event {
 	int side;
 };
 
+/*
+ * What the owner of the write bias knows of the last slot (slot_extend),
+ * so that a merge loads nothing from the slot's line.  Used and changed
+ * only in a fast section, and made invalid by every write that takes
+ * wr_lock the ordinary way: never both at once (the biased write lock).
+ */
+struct sh_merge_cache {
+	bool valid;
+	uint32_t idx;			/* the slot */
+	uint32_t end;			/* its end, as this writer stored it */
+	uint32_t drains;		/* ctrl->drains when filled: no drain since */
+	char *page;			/* its page, here */
+};
+
 /* This process's view of one shared pipe: one per mapping. */
 struct sh_pipe {
 	struct pp__arena arena;
+	struct sh_merge_cache mc;
 	unsigned int ends;		/* ends of it open here; under reg_lock */
 	unsigned int side_ends[2];	/* of them, read ends and write ends; under reg_lock */
 	bool loan_active;		/* atomic: a read loan holds rd_lock, */
@@ -1112,28 +1128,84 @@ static int page_give(struct sh_pipe *sp, uint32_t idx)
 }
 
 /*
- * Append chars bytes to the last slot if the merge rule allows it.
- * Returns chars, 0 if it may not, or -errno.  With wr_lock held.  Plain
- * stores (the ring comment): a drain between the load and the store is
- * undone by the store, and the reader reads on from where it drained.
+ * The merge cache (struct sh_merge_cache).  Between two CPUs the writer's
+ * load of the last slot's end and flags missed at every 64 B message
+ * once the reader kept up: the reader loads that line to see each message
+ * (docs/shared-pipes.md, 3f).  Only writers store a slot's length, so the
+ * owner of the bias knows the end it stored, as long as no other writer
+ * has written and no reader has drained the slot since.  Another writer
+ * (of this process or another) must revoke the bias to write, and the
+ * owner comes back to the fast way only through a write that takes the
+ * lock the ordinary way, which drops the cache (sh_write); a drain moves
+ * ctrl->drains, on a line the writer reads at every write anyway:
+ *
+ *   reader (drain):  CAS end -> end | DRAINED; store drains + 1 (release)
+ *   writer (cached): load drains (acquire): as cached, so no drain came
+ *                    before this write; copy; store end (release)
+ *
+ * A drain that came before the write (its store of drains seen by the
+ * acquire) sends the writer to the slot's end word, which shows DRAINED
+ * (reopen); one that did not is one the write overlapped, and the store
+ * of end undoes it as in the ring comment.  A reader killed between its
+ * CAS and its store of drains leaves a drain the cache does not see: the
+ * next write merges after it, as if it had overlapped.
  */
-static ssize_t slot_extend(struct sh_pipe *sp, struct sh_slot *s, struct pp_iov_iter *it,
-			   size_t chars)
+static bool mc_holds(struct sh_pipe *sp, uint32_t idx)
 {
-	/* Acquire: a drain's copy out is done (ordering only a reopen needs, but one load). */
-	uint32_t e = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE), at = e & SLOT_END_MASK;
+	const struct sh_merge_cache *mc = &sp->mc;
+	struct sh_ctrl *c = ctrl(sp);
+
+	return mc->valid && mc->idx == idx &&
+	       mc->drains == __atomic_load_n(&c->drains, __ATOMIC_ACQUIRE);
+}
+
+/* A fast section's slot, end stored, page: drains as loaded before anything of the slot. */
+static void mc_fill(struct sh_pipe *sp, uint32_t idx, uint32_t end, char *page, uint32_t drains)
+{
+	sp->mc = (struct sh_merge_cache){
+		.valid = true, .idx = idx, .end = end, .page = page, .drains = drains,
+	};
+}
+
+/*
+ * Append chars bytes to slot idx, the last, if the merge rule allows it.
+ * Returns chars, 0 if it may not, or -errno.  With wr_lock held; fast: by
+ * a fast section, which keeps the merge cache.  Plain stores (the ring
+ * comment): a drain between the load and the store is undone by the
+ * store, and the reader reads on from where it drained.
+ */
+static ssize_t slot_extend(struct sh_pipe *sp, uint32_t idx, struct pp_iov_iter *it, size_t chars,
+			   bool fast)
+{
+	struct sh_slot *s = slot(sp, idx);
+	uint32_t at;
 	char *page;
 
-	if (!(__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_CAN_MERGE) ||
-	    (e & SLOT_DRAINED) || at > pp__page_size || at + chars > pp__page_size)
+	if (fast && mc_holds(sp, idx)) {
+		at = sp->mc.end;
+		page = sp->mc.page;
+	} else {
+		uint32_t d = __atomic_load_n(&ctrl(sp)->drains, __ATOMIC_ACQUIRE);
+		/* Acquire: a drain's copy out is done (ordering only a reopen needs, but one load). */
+		uint32_t e = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
+
+		at = e & SLOT_END_MASK;
+		if (!(__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_CAN_MERGE) ||
+		    (e & SLOT_DRAINED) || at > pp__page_size)
+			return 0;
+		page = pp__arena_page(&sp->arena, __atomic_load_n(&s->page, __ATOMIC_RELAXED));
+		if (!page)
+			return -EIO;
+		if (fast)
+			mc_fill(sp, idx, at, page, d);
+	}
+	if (at + chars > pp__page_size)
 		return 0;
-	page = pp__arena_page(&sp->arena, __atomic_load_n(&s->page, __ATOMIC_RELAXED));
-	if (!page)
-		return -EIO;
 	if (pp__iter_copy_from(it, page + at, chars) < chars)
 		return -EFAULT;		/* as pipe_write: all or nothing; end unmoved */
 	/* Release: the new bytes before the end that shows them. */
 	__atomic_store_n(&s->end, at + (uint32_t)chars, __ATOMIC_RELEASE);
+	sp->mc.end = at + (uint32_t)chars;	/* kept only while valid */
 	return (ssize_t)chars;
 }
 
@@ -1143,14 +1215,15 @@ static ssize_t slot_extend(struct sh_pipe *sp, struct sh_slot *s, struct pp_iov_
  * With wr_lock held, [tail, head) as counted for room.
  */
 static ssize_t slot_reopen(struct sh_pipe *sp, uint32_t head, uint32_t tail,
-			   struct pp_iov_iter *it, size_t n)
+			   struct pp_iov_iter *it, size_t n, bool fast)
 {
 	struct sh_slot *s = slot(sp, tail);
-	uint32_t e;
+	uint32_t e, d;
 	char *page;
 
 	if (head != tail + 1)
 		return 0;
+	d = __atomic_load_n(&ctrl(sp)->drains, __ATOMIC_ACQUIRE);
 	/* Acquire: the reader's copy out of the page is done (its release CAS of DRAINED). */
 	e = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
 	if (!(e & SLOT_DRAINED))
@@ -1164,6 +1237,8 @@ static ssize_t slot_reopen(struct sh_pipe *sp, uint32_t head, uint32_t tail,
 	__atomic_store_n(&s->offset, 0, __ATOMIC_RELAXED);
 	/* Release: offset and the bytes before the end that shows them, DRAINED gone. */
 	__atomic_store_n(&s->end, (uint32_t)n, __ATOMIC_RELEASE);
+	if (fast && (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_CAN_MERGE))
+		mc_fill(sp, tail, (uint32_t)n, page, d);
 	return (ssize_t)n;
 }
 
@@ -1237,6 +1312,7 @@ static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, 
 		err = side_lock(sp, &c->wr_lock);
 		if (err)
 			return err;
+		sp->mc.valid = false;	/* writes the ordinary way do not keep it */
 		wr_bias_count(sp);
 	}
 	head = head_pub = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
@@ -1251,7 +1327,7 @@ static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, 
 		return pp__pipe_epipe(f);
 	}
 	if (chars && head != tail) {
-		ret = slot_extend(sp, slot(sp, head - 1), &it, chars);
+		ret = slot_extend(sp, head - 1, &it, chars, fast);
 		if (ret < 0) {
 			wr_unlock(c, &fast);
 			return ret;
@@ -1295,13 +1371,14 @@ static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, 
 			err = side_lock(sp, &c->wr_lock);
 			if (err)
 				return ret ? ret : err;
+			sp->mc.valid = false;
 			/* Other writers may have moved it meanwhile. */
 			head = head_pub = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
 			continue;
 		}
 		n = min_t(size_t, left, pp__page_size);
 		if (!ret && flags == PP_BUF_FLAG_CAN_MERGE) {
-			ssize_t r = slot_reopen(sp, head, tail, &it, n);
+			ssize_t r = slot_reopen(sp, head, tail, &it, n, fast);
 
 			if (r) {
 				ret = r;
@@ -1324,6 +1401,7 @@ static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, 
 				err = side_lock(sp, &c->wr_lock);
 			if (err)
 				return ret ? ret : err;
+			sp->mc.valid = false;
 			head = head_pub = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
 			continue;
 		}
@@ -1340,6 +1418,9 @@ static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, 
 				ret = page ? -EFAULT : -EIO;
 			break;
 		}
+		if (fast && flags == PP_BUF_FLAG_CAN_MERGE)
+			mc_fill(sp, head, (uint32_t)n, page,
+				__atomic_load_n(&c->drains, __ATOMIC_ACQUIRE));
 		s = slot(sp, head++);
 		__atomic_store_n(&s->offset, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->page, idx, __ATOMIC_RELAXED);
@@ -1518,6 +1599,9 @@ static bool slot_drain(struct sh_pipe *sp, struct sh_slot *s, uint32_t tail, uin
 	if (!__atomic_compare_exchange_n(&s->end, &se, se | SLOT_DRAINED, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_RELAXED))
 		return false;
+	/* Release: after the drain, for the merge cache (slot_extend).  Readers only, under rd_lock. */
+	__atomic_store_n(&ctrl(sp)->drains, __atomic_load_n(&ctrl(sp)->drains, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELEASE);
 	/* A writer waits for room only when the one slot was all the pipe may hold. */
 	if (__atomic_load_n(&ctrl(sp)->max_usage, __ATOMIC_RELAXED) <= 1)
 		*freed = true;

@@ -31,6 +31,12 @@
  *    still carries every record, the reader sleeping between bursts.
  *  - bare_sections: the lock alone, two threads on two CPUs taking it in
  *    a tight loop, a flag inside that must be clear.
+ *  - merge_cache_sees_drains: the owner's merge cache (slot_extend) must
+ *    not hide a drain that came before its write: the next small write
+ *    reopens the slot from its page's start, as a kernel pipe's starts a
+ *    fresh page, beside a kernel pipe (a cache blind to ctrl->drains
+ *    appends after the drained bytes, and a one-page pipe then has no
+ *    room for 4000 bytes the kernel's takes).
  * Without the revoker's wait for `busy`, records_under_revokes,
  * owner_waited_for and close_waits_for_owner fail; without its look at
  * whether the owner lives, owner_killed_inside does.  Without the
@@ -302,6 +308,43 @@ static int owner_waited_for(void)
  * plain, and records written by a child still arrive whole, in order,
  * with the reader sleeping between bursts.
  */
+static void write_same(struct t_pair *x, size_t len, unsigned long long pos)
+{
+	unsigned char b[4096];
+
+	t_fill(b, len, pos, 9);
+	ASSERT_SAME(write(x->k[1], b, len), pp_write(x->p[1], b, len));
+}
+
+static int merge_cache_sees_drains(void)
+{
+	struct t_pair x;
+	struct sh_pipe *sp;
+	unsigned long long pos = 0;
+
+	t_pipe2(x.p, PP_O_SHARED | O_NONBLOCK);
+	t_kpipe2(x.k, O_NONBLOCK);
+	sp = end_of(x.p[1])->sp;
+	if (!asym_on(ctrl(sp)))
+		return t_skip("membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) is refused here: no bias");
+	ASSERT_SAME(fcntl(x.k[1], F_SETPIPE_SZ, 4096), pp_fcntl(x.p[1], F_SETPIPE_SZ, 4096));
+	for (int i = 0; i < 4; i++, pos += 10) {
+		write_same(&x, 10, pos);
+		ASSERT_SAME_READ(x.k[0], x.p[0], 10);
+	}
+	ASSERT_NE(__atomic_load_n(&ctrl(sp)->wr_owner, __ATOMIC_RELAXED), 0);	/* the bias */
+	write_same(&x, 100, pos);
+	ASSERT_SAME_READ(x.k[0], x.p[0], 100);	/* drained */
+	pos += 100;
+	write_same(&x, 10, pos);		/* the fast way: reopens */
+	ASSERT_TRUE(sp->mc.valid);
+	write_same(&x, 4000, pos + 10);		/* merges: 4010 bytes in one page */
+	write_same(&x, 1, pos + 4010);		/* EAGAIN both */
+	ASSERT_SAME_READ(x.k[0], x.p[0], 8192);
+	t_pair_close(&x);
+	return 0;
+}
+
 static int no_membarrier(void)
 {
 	struct pp_file *p[2];
@@ -490,6 +533,7 @@ int main(void)
 		T_SUBTEST(close_waits_for_owner),
 		T_SUBTEST(no_membarrier),
 		T_SUBTEST(bare_sections),
+		T_SUBTEST(merge_cache_sees_drains),
 	};
 
 	return T_RUN_SUBTESTS(tests);
