@@ -22,8 +22,8 @@
 #   the top of each
 #   PP_BENCH_PIN=split|same|none   one thread (pipe-procs: process) layout
 #                        only (default: both where there are two CPUs)
-# With the defaults the whole run takes about 3 minutes on 2 CPUs (about
-# 1.2 of them pipe-threads, 0.6 pipe-procs); PP_BENCH_QUICK=1 about half a
+# With the defaults the whole run takes about 3.5 minutes on 2 CPUs (about
+# 1.2 of them pipe-threads, 1 pipe-procs); PP_BENCH_QUICK=1 about half a
 # minute.
 
 B=${B:-build}
