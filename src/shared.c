@@ -117,6 +117,7 @@ struct sh_ctrl {
 	uint32_t wr_bias_after;		/* takes in a row that earn the bias; under wr_lock */
 	uint32_t wr_revokes;		/* revocations, and of them owners found dead: tests */
 	uint32_t wr_dead_owners;
+	uint64_t wr_mapping;		/* the mapping that last stored a slot's end: map_id() */
 	_Alignas(64) uint32_t rd_lock;	/* likewise */
 	uint32_t sweep;			/* a lock was taken over from the dead: sweep() */
 	uint64_t rd_view;		/* the reader's view of one slot's offset: see sh_readv(); under rd_lock */
@@ -187,6 +188,7 @@ struct sh_merge_cache {
 /* This process's view of one shared pipe: one per mapping. */
 struct sh_pipe {
 	struct pp__arena arena;
+	uint32_t serial;		/* this mapping among this process's: map_id() */
 	struct sh_merge_cache mc;
 	unsigned int ends;		/* ends of it open here; under reg_lock */
 	unsigned int side_ends[2];	/* of them, read ends and write ends; under reg_lock */
@@ -1136,8 +1138,13 @@ static int page_give(struct sh_pipe *sp, uint32_t idx)
  * has written and no reader has drained the slot since.  Another writer
  * (of this process or another) must revoke the bias to write, and the
  * owner comes back to the fast way only through a write that takes the
- * lock the ordinary way, which drops the cache (sh_write); a drain moves
- * ctrl->drains, on a line the writer reads at every write anyway:
+ * lock the ordinary way, which drops the cache (sh_write).  But one thread
+ * may write through two mappings of the arena (an end imported where it
+ * was made), each with its cache, under one bias: so every store of a
+ * slot's end says which mapping made it (ctrl->wr_mapping, on the
+ * writers' line, stored only when it changes), and a cache counts only
+ * while its mapping made the last one.  A drain moves ctrl->drains, on a
+ * line the writer reads at every write anyway:
  *
  *   reader (drain):  CAS end -> end | DRAINED; store drains + 1 (release)
  *   writer (cached): load drains (acquire): as cached, so no drain came
@@ -1150,13 +1157,30 @@ static int page_give(struct sh_pipe *sp, uint32_t idx)
  * CAS and its store of drains leaves a drain the cache does not see: the
  * next write merges after it, as if it had overlapped.
  */
+/* This mapping, this process: a fork()ed child's copy of it is another. */
+static uint64_t map_id(const struct sh_pipe *sp)
+{
+	return (uint64_t)my_pid() << 32 | sp->serial;
+}
+
 static bool mc_holds(struct sh_pipe *sp, uint32_t idx)
 {
 	const struct sh_merge_cache *mc = &sp->mc;
 	struct sh_ctrl *c = ctrl(sp);
 
 	return mc->valid && mc->idx == idx &&
+	       __atomic_load_n(&c->wr_mapping, __ATOMIC_RELAXED) == map_id(sp) &&
 	       mc->drains == __atomic_load_n(&c->drains, __ATOMIC_ACQUIRE);
+}
+
+/* With wr_lock held, by every store of a slot's end: this mapping made it. */
+static void mc_mine(struct sh_pipe *sp)
+{
+	struct sh_ctrl *c = ctrl(sp);
+	uint64_t me = map_id(sp);
+
+	if (__atomic_load_n(&c->wr_mapping, __ATOMIC_RELAXED) != me)
+		__atomic_store_n(&c->wr_mapping, me, __ATOMIC_RELAXED);
 }
 
 /* A fast section's slot, end stored, page: drains as loaded before anything of the slot. */
@@ -1206,6 +1230,7 @@ static ssize_t slot_extend(struct sh_pipe *sp, uint32_t idx, struct pp_iov_iter 
 	/* Release: the new bytes before the end that shows them. */
 	__atomic_store_n(&s->end, at + (uint32_t)chars, __ATOMIC_RELEASE);
 	sp->mc.end = at + (uint32_t)chars;	/* kept only while valid */
+	mc_mine(sp);
 	return (ssize_t)chars;
 }
 
@@ -1237,6 +1262,7 @@ static ssize_t slot_reopen(struct sh_pipe *sp, uint32_t head, uint32_t tail,
 	__atomic_store_n(&s->offset, 0, __ATOMIC_RELAXED);
 	/* Release: offset and the bytes before the end that shows them, DRAINED gone. */
 	__atomic_store_n(&s->end, (uint32_t)n, __ATOMIC_RELEASE);
+	mc_mine(sp);
 	if (fast && (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_CAN_MERGE))
 		mc_fill(sp, tail, (uint32_t)n, page, d);
 	return (ssize_t)n;
@@ -1426,6 +1452,7 @@ static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, 
 		__atomic_store_n(&s->page, idx, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->flags, flags, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->end, (uint32_t)n, __ATOMIC_RELAXED);
+		mc_mine(sp);
 		ret += (ssize_t)n;
 		left -= n;
 		if (head - head_pub >= SH_PUBLISH_PAGES)
@@ -2324,10 +2351,12 @@ static void reg_add(struct sh_end *e)
 /* A new view of a pipe: its arena is mapped by the caller. */
 static struct sh_pipe *sh_pipe_new(void)
 {
+	static uint32_t serials;
 	struct sh_pipe *sp = calloc(1, sizeof(*sp));
 
 	if (!sp)
 		return NULL;
+	sp->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < 2; i++) {
 		sp->ev[i] = (struct sh_event){ .fd = -1, .inherited = -1, .sp = sp, .side = i };
 		pthread_mutex_init(&sp->ev[i].lock, NULL);

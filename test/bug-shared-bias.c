@@ -37,6 +37,11 @@
  *    fresh page, beside a kernel pipe (a cache blind to ctrl->drains
  *    appends after the drained bytes, and a one-page pipe then has no
  *    room for 4000 bytes the kernel's takes).
+ *  - merge_cache_two_mappings: one thread writes through the pipe's own
+ *    write end and through one exported and imported in the same process
+ *    (a second mapping, a second cache) in turn, under one bias: every
+ *    byte arrives (a cache that trusts its own last end rewrites what
+ *    the other mapping appended).
  * Without the revoker's wait for `busy`, records_under_revokes,
  * owner_waited_for and close_waits_for_owner fail; without its look at
  * whether the owner lives, owner_killed_inside does.  Without the
@@ -345,6 +350,36 @@ static int merge_cache_sees_drains(void)
 	return 0;
 }
 
+static int merge_cache_two_mappings(void)
+{
+	struct pp_file *p[2], *w2, *w;
+	unsigned char b[16], got[4000];
+	int fds[2];
+
+	ASSERT_EQ(pp_pipe2(p, PP_O_SHARED), 0);
+	if (!asym_on(ctrl(end_of(p[0])->sp)))
+		return t_skip("membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) is refused here: no bias");
+	ASSERT_EQ(pp_export(p[1], fds), 0);
+	w2 = pp_import(fds, 0);
+	ASSERT_TRUE(w2 != NULL);
+	close(fds[0]);
+	close(fds[1]);
+	ASSERT_TRUE(end_of(w2)->sp != end_of(p[1])->sp);	/* a mapping of its own */
+	for (int i = 0; i < 400; i++) {
+		w = i % 2 ? w2 : p[1];
+		t_fill(b, 10, (unsigned long long)i * 10, 5);
+		ASSERT_EQ(pp_write(w, b, 10), 10);
+	}
+	ASSERT_NE(__atomic_load_n(&ctrl(end_of(p[1])->sp)->wr_owner, __ATOMIC_RELAXED), 0);
+	ASSERT_EQ(t_fionread(p[0]), (int)sizeof(got));
+	ASSERT_EQ(t_read_full(p[0], got, sizeof(got)), (ssize_t)sizeof(got));
+	ASSERT_EQ(t_check(got, sizeof(got), 0, 5), 0);
+	pp_close(w2);
+	pp_close(p[0]);
+	pp_close(p[1]);
+	return 0;
+}
+
 static int no_membarrier(void)
 {
 	struct pp_file *p[2];
@@ -534,6 +569,7 @@ int main(void)
 		T_SUBTEST(no_membarrier),
 		T_SUBTEST(bare_sections),
 		T_SUBTEST(merge_cache_sees_drains),
+		T_SUBTEST(merge_cache_two_mappings),
 	};
 
 	return T_RUN_SUBTESTS(tests);
