@@ -390,7 +390,7 @@ static void stream_reader(struct job *j, struct bench_res *res)
 		/* Message k starts at k * size: check those whose number is all here. */
 		for (uint64_t m = k * j->size; m + 8 <= got + (uint64_t)n; m += j->size, k++) {
 			if (m < got)
-				continue;	/* began in an earlier read: its number was checked there */
+				continue;	/* its number straddled two reads: unchecked */
 			memcpy(&v, buf + (m - got), 8);
 			if (!s->err && v != k)
 				s->err = EBADMSG;

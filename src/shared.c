@@ -117,7 +117,7 @@ struct sh_ctrl {
 	uint32_t wr_bias_after;		/* takes in a row that earn the bias; under wr_lock */
 	uint32_t wr_revokes;		/* revocations, and of them owners found dead: tests */
 	uint32_t wr_dead_owners;
-	uint64_t wr_mapping;		/* the mapping that last stored a slot's end: map_id() */
+	uint64_t wr_mapping;		/* who last stored a slot's end: map_id() */
 	_Alignas(64) uint32_t rd_lock;	/* likewise */
 	uint32_t sweep;			/* a lock was taken over from the dead: sweep() */
 	uint64_t rd_view;		/* the reader's view of one slot's offset: see sh_readv(); under rd_lock */
@@ -129,7 +129,7 @@ struct sh_ctrl {
 	uint32_t end_flags[2];		/* F_SETFL flags of the read and the write end */
 	int32_t cpu[2];			/* where each side last ran: wait_for spins or yields */
 	uint64_t token_ino;		/* the token pipe's inode: pp_import() checks the token */
-	uint32_t drains;		/* slots drained so far: the merge cache (slot_extend); under rd_lock */
+	uint32_t drains;		/* slots drained so far (slot_extend); under rd_lock */
 	_Alignas(64) uint32_t rd_wait;
 	uint32_t rd_sleepers;
 	_Alignas(64) uint32_t wr_wait;
@@ -148,7 +148,7 @@ _Static_assert(offsetof(struct sh_ctrl, rd_lock) == 64 && offsetof(struct sh_ctr
  * leaves no slot that says more than its page holds.
  */
 struct sh_slot {
-	uint32_t end;			/* atomic: end of the bytes | SLOT_DRAINED: the ring, below */
+	uint32_t end;			/* atomic: end of the bytes | SLOT_DRAINED (the ring) */
 	uint32_t offset;		/* the reader's; under rd_lock */
 	uint32_t page;			/* arena page index */
 	uint32_t flags;			/* PP_BUF_FLAG_CAN_MERGE or PP_BUF_FLAG_PACKET */
@@ -1210,7 +1210,7 @@ static ssize_t slot_extend(struct sh_pipe *sp, uint32_t idx, struct pp_iov_iter 
 		page = sp->mc.page;
 	} else {
 		uint32_t d = __atomic_load_n(&ctrl(sp)->drains, __ATOMIC_ACQUIRE);
-		/* Acquire: a drain's copy out is done (ordering only a reopen needs, but one load). */
+		/* Acquire: a drain's copy out is done (a reopen needs it; one load). */
 		uint32_t e = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
 
 		at = e & SLOT_END_MASK;
@@ -1618,7 +1618,8 @@ static void view_settle(struct sh_pipe *sp)
 static bool slot_drain(struct sh_pipe *sp, struct sh_slot *s, uint32_t tail, uint32_t head,
 		       uint32_t se, bool *freed)
 {
-	if (tail + 1 != head || !(__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_CAN_MERGE))
+	if (tail + 1 != head ||
+	    !(__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_CAN_MERGE))
 		return false;
 	if (se & SLOT_DRAINED)
 		return true;
@@ -1626,9 +1627,9 @@ static bool slot_drain(struct sh_pipe *sp, struct sh_slot *s, uint32_t tail, uin
 	if (!__atomic_compare_exchange_n(&s->end, &se, se | SLOT_DRAINED, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_RELAXED))
 		return false;
-	/* Release: after the drain, for the merge cache (slot_extend).  Readers only, under rd_lock. */
-	__atomic_store_n(&ctrl(sp)->drains, __atomic_load_n(&ctrl(sp)->drains, __ATOMIC_RELAXED) + 1,
-			 __ATOMIC_RELEASE);
+	/* Release: after the drain, for the merge cache (slot_extend).  Readers only. */
+	__atomic_store_n(&ctrl(sp)->drains,
+			 __atomic_load_n(&ctrl(sp)->drains, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
 	/* A writer waits for room only when the one slot was all the pipe may hold. */
 	if (__atomic_load_n(&ctrl(sp)->max_usage, __ATOMIC_RELAXED) <= 1)
 		*freed = true;
@@ -1928,7 +1929,7 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 			if (off == end) {
 				if (i != tail)
 					break;	/* a scribble: the next lend's */
-				/* Emptied before us: retired, or drained if it is the last (sh_readv). */
+				/* Emptied before us: retired, or drained if last (sh_readv). */
 				err = slot_retire(sp, s, tail, head);
 				if (err > 0)
 					freed = true;
