@@ -174,8 +174,8 @@ struct sh_event {
 /*
  * What the owner of the write bias knows of the last slot (slot_extend),
  * so that a merge loads nothing from the slot's line.  Used and changed
- * only in a fast section, and made invalid by every write that takes
- * wr_lock the ordinary way: never both at once (the biased write lock).
+ * only in a fast section, and made invalid by every take of wr_lock the
+ * ordinary way (side_lock): never both at once (the biased write lock).
  */
 struct sh_merge_cache {
 	bool valid;
@@ -732,6 +732,8 @@ static int side_lock(struct sh_pipe *sp, uint32_t *lock)
 		err = wr_revoke_bias(sp);
 		if (err)
 			side_unlock(lock);
+		else
+			sp->mc.valid = false;	/* no fast section runs now: see slot_extend */
 		return err;
 	}
 	/* The flag is on rd_lock's line, which this CPU has just taken. */
@@ -1137,8 +1139,10 @@ static int page_give(struct sh_pipe *sp, uint32_t idx)
  * owner of the bias knows the end it stored, as long as no other writer
  * has written and no reader has drained the slot since.  Another writer
  * (of this process or another) must revoke the bias to write, and the
- * owner comes back to the fast way only through a write that takes the
- * lock the ordinary way, which drops the cache (sh_write).  But one thread
+ * owner comes back to the fast way only through a take of the lock the
+ * ordinary way, and every such take drops the cache of the taker's
+ * mapping (side_lock: the same for a reservation, a resize, a sweep,
+ * which then cannot change a slot behind a cache).  But one thread
  * may write through two mappings of the arena (an end imported where it
  * was made), each with its cache, under one bias: so every store of a
  * slot's end says which mapping made it (ctrl->wr_mapping, on the
@@ -1202,10 +1206,11 @@ static ssize_t slot_extend(struct sh_pipe *sp, uint32_t idx, struct pp_iov_iter 
 			   bool fast)
 {
 	struct sh_slot *s = slot(sp, idx);
+	bool cached = fast && mc_holds(sp, idx);
 	uint32_t at;
 	char *page;
 
-	if (fast && mc_holds(sp, idx)) {
+	if (cached) {
 		at = sp->mc.end;
 		page = sp->mc.page;
 	} else {
@@ -1230,7 +1235,8 @@ static ssize_t slot_extend(struct sh_pipe *sp, uint32_t idx, struct pp_iov_iter 
 	/* Release: the new bytes before the end that shows them. */
 	__atomic_store_n(&s->end, at + (uint32_t)chars, __ATOMIC_RELEASE);
 	sp->mc.end = at + (uint32_t)chars;	/* kept only while valid */
-	mc_mine(sp);
+	if (!cached)
+		mc_mine(sp);	/* a cache that holds says this mapping stored last already */
 	return (ssize_t)chars;
 }
 
@@ -1338,7 +1344,6 @@ static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, 
 		err = side_lock(sp, &c->wr_lock);
 		if (err)
 			return err;
-		sp->mc.valid = false;	/* writes the ordinary way do not keep it */
 		wr_bias_count(sp);
 	}
 	head = head_pub = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
@@ -1397,7 +1402,6 @@ static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, 
 			err = side_lock(sp, &c->wr_lock);
 			if (err)
 				return ret ? ret : err;
-			sp->mc.valid = false;
 			/* Other writers may have moved it meanwhile. */
 			head = head_pub = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
 			continue;
@@ -1427,7 +1431,6 @@ static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, 
 				err = side_lock(sp, &c->wr_lock);
 			if (err)
 				return ret ? ret : err;
-			sp->mc.valid = false;
 			head = head_pub = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
 			continue;
 		}
@@ -1610,9 +1613,10 @@ static void view_settle(struct sh_pipe *sp)
 
 /*
  * The slot at tail, just emptied (its offset stored), becomes the drained
- * slot if it is the last and may be merged into: true if so, or if it was
- * drained already.  False: it is not the last, holds packets, or a merge
- * came meanwhile (read it).  *freed when that made room a writer may wait
+ * slot if it is the last and may be merged into: true if so.  False: it
+ * is not the last, holds packets, or a merge came meanwhile (read it).  A
+ * drained last slot never gets here: it holds no room (ring_used), so no
+ * reader path finds it to empty.  *freed when that made room a writer may wait
  * for.  With rd_lock held.
  */
 static bool slot_drain(struct sh_pipe *sp, struct sh_slot *s, uint32_t tail, uint32_t head,
@@ -1621,8 +1625,6 @@ static bool slot_drain(struct sh_pipe *sp, struct sh_slot *s, uint32_t tail, uin
 	if (tail + 1 != head ||
 	    !(__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_CAN_MERGE))
 		return false;
-	if (se & SLOT_DRAINED)
-		return true;
 	/* Release: our copy out of the page is done before a reopen writes it. */
 	if (!__atomic_compare_exchange_n(&s->end, &se, se | SLOT_DRAINED, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_RELAXED))

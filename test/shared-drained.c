@@ -7,10 +7,11 @@
  * must be invisible: each step beside a kernel pipe doing the same.
  *  - drained_is_empty: a drained slot takes no room and holds no bytes
  *    (a one-page pipe still takes a whole page after it; FIONREAD, poll);
- *  - full_size_never_drains: a pipe of pipe-max-size keeps no drained slot,
- *    which would need a slot beyond the arena's;
- *  - resize_retires_drained: F_SETPIPE_SZ to pipe-max-size with a drained
- *    slot in the ring, then a full pipe's worth;
+ *  - full_size_drains_too: a pipe of pipe-max-size with a drained slot
+ *    still takes a whole pipe's worth (the ring has a slot for it beyond
+ *    SH_SLOTS: src/shared.c, SH_RING);
+ *  - resize_keeps_drained: F_SETPIPE_SZ to pipe-max-size with a drained
+ *    slot in the ring, then a full pipe's worth, and back down;
  *  - packet_after_drained: a packet written after a drained slot stays a
  *    packet (only a mergeable write reopens);
  *  - view_then_lend: a read in part, then pp_read_lend and FIONREAD, which
