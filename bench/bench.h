@@ -152,6 +152,24 @@ static inline void *bench_page_buf(size_t len)
 	return bench_buf_aligned(4096, len);
 }
 
+/*
+ * A byte stream of messages of size bytes, each starting with its
+ * sequence number: buf holds the stream's bytes [off, off + n).  True if
+ * every message whose number lies whole in there has the right one (a
+ * number split between two reads is not checked).
+ */
+static inline bool bench_stream_ok(const char *buf, uint64_t off, size_t n, size_t size)
+{
+	uint64_t k = (off + size - 1) / size, v;
+
+	for (uint64_t m = k * size; m + 8 <= off + n; m += size, k++) {
+		memcpy(&v, buf + (m - off), 8);
+		if (v != k)
+			return false;
+	}
+	return true;
+}
+
 /* Peak resident set of this process, in KiB (ru_maxrss is KiB on Linux). */
 static inline long bench_peak_rss_kib(void)
 {

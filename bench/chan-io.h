@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * chan-io.h - write_all() and read_full() over a benchmark's own channel.
+ * chan-io.h - write_all(), read_full() and read_some() over a benchmark's
+ * own channel.
  *
  * pipe-threads and pipe-procs each have a `struct chan` of their own (a
  * kernel pipe, a pagepipe, a socket, a ring...) with chan_write() and
  * chan_read() of read(2)'s and write(2)'s manners: -1 and errno, 0 at EOF.
- * Include this after those are defined; both loops are then the same code,
+ * Include this after those are defined; the loops are then the same code,
  * inlined into each program with no call through a pointer, so no column
  * pays for the sharing.
  */
@@ -47,6 +48,17 @@ static ssize_t read_full(struct chan *c, char *buf, size_t len)
 		have += (size_t)n;
 	}
 	return (ssize_t)have;
+}
+
+/* What is there, up to len (a read(2)): n, 0 at EOF, or -errno; EINTR is retried. */
+static ssize_t read_some(struct chan *c, char *buf, size_t len)
+{
+	for (;;) {
+		ssize_t n = chan_read(c, buf, len);
+
+		if (n >= 0 || errno != EINTR)
+			return n < 0 ? -errno : n;
+	}
 }
 
 #endif /* PP_BENCH_CHAN_IO_H */

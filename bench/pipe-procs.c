@@ -227,6 +227,7 @@ struct job {
 	side_fn writer, reader;		/* side 0 and side 1 */
 	bool rtt;			/* two channels, a: ping -> pong, b: back */
 	bool zc;			/* pipes made 1 MiB (F_SETPIPE_SZ) */
+	bool stream;			/* oneway_reader: reads of what is there */
 	struct shm *shm;
 	struct chan a, b;
 	double t_start;			/* writer: when it began */
@@ -358,53 +359,14 @@ static void msg_writer(struct job *j, struct bench_res *res)
 }
 
 /*
- * stream: reads of up to max(64 KiB, size), whatever is there; the
- * sequence number of each message that starts in what came is checked.
+ * msg: each read asks for one whole message (read_full), whose number is
+ * checked; stream (j->stream): each takes what is there, up to max(64 KiB,
+ * size), and the numbers of the messages in it are checked.
  */
-static void stream_reader(struct job *j, struct bench_res *res)
+static void oneway_reader(struct job *j, struct bench_res *res)
 {
-	size_t want = j->size > 65536 ? j->size : 65536;
+	size_t want = j->stream && j->size < 65536 ? 65536 : j->size;
 	char *buf = bench_page_buf(want);
-	struct shm *s = j->shm;
-	uint64_t got = 0, v, k = 0;
-
-	(void)res;
-	if (!buf) {
-		s->err = ENOMEM;
-		chan_close_read(&j->a);
-		s->t_end = bench_now();
-		return;
-	}
-	for (;;) {
-		ssize_t n = chan_read(&j->a, buf, want);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			s->err = errno;
-			chan_close_read(&j->a);
-			break;
-		}
-		if (!n)
-			break;
-		/* Message k starts at k * size: check those whose number is all here. */
-		for (uint64_t m = k * j->size; m + 8 <= got + (uint64_t)n; m += j->size, k++) {
-			if (m < got)
-				continue;	/* its number straddled two reads: unchecked */
-			memcpy(&v, buf + (m - got), 8);
-			if (!s->err && v != k)
-				s->err = EBADMSG;
-		}
-		got += (uint64_t)n;
-		s->got = got;
-	}
-	s->t_end = bench_now();
-	free(buf);
-}
-
-static void msg_reader(struct job *j, struct bench_res *res)
-{
-	char *buf = bench_page_buf(j->size);
 	struct shm *s = j->shm;
 	uint64_t seq = 0, v;
 
@@ -415,9 +377,9 @@ static void msg_reader(struct job *j, struct bench_res *res)
 		s->t_end = bench_now();
 		return;
 	}
-	memset(buf, 0xa5, j->size);
+	memset(buf, 0xa5, want);
 	for (;;) {
-		ssize_t n = read_full(&j->a, buf, j->size);
+		ssize_t n = j->stream ? read_some(&j->a, buf, want) : read_full(&j->a, buf, j->size);
 
 		if (n < 0) {
 			/* Close so that a blocked writer gets EPIPE rather than hang. */
@@ -427,11 +389,16 @@ static void msg_reader(struct job *j, struct bench_res *res)
 		}
 		if (!n)
 			break;
-		memcpy(&v, buf, 8);
-		if (!s->err && ((size_t)n != j->size || v != seq))
-			s->err = EBADMSG;
+		if (j->stream) {
+			if (!s->err && !bench_stream_ok(buf, s->got, (size_t)n, j->size))
+				s->err = EBADMSG;
+		} else {
+			memcpy(&v, buf, 8);
+			if (!s->err && ((size_t)n != j->size || v != seq))
+				s->err = EBADMSG;
+			seq++;
+		}
 		/* After a bad message keep draining, or the writer would block. */
-		seq++;
 		s->got += (uint64_t)n;
 	}
 	s->t_end = bench_now();
@@ -798,11 +765,9 @@ static struct job job(enum impl impl, size_t size, enum bench_pin pin, side_fn w
 			     .writer = w, .reader = r };
 }
 
-/* msg, or stream: the same writer, the reader each table names. */
+/* msg, or stream: the same writer and reader, which reads as the table says. */
 static void table_oneway(enum bench_pin pin, const size_t *sizes, unsigned int nsizes, bool stream)
 {
-	side_fn reader = stream ? stream_reader : msg_reader;
-
 	if (stream)
 		heading("stream: 1 writer process -> 1 reader process, reads of max(64 KiB, size)",
 			pin, "MB/s (10^6 B/s); each read takes what is there, up to max(64 KiB, "
@@ -821,14 +786,16 @@ static void table_oneway(enum bench_pin pin, const size_t *sizes, unsigned int n
 	       "|--------:|---------:|-----------:|\n");
 	for (unsigned int s = 0; s < nsizes; s++) {
 		struct job jobs[NIMPL] = {
-			[KERN] = job(KERN, sizes[s], pin, msg_writer, reader),
-			[SOCK] = job(SOCK, sizes[s], pin, msg_writer, reader),
-			[PP] = job(PP, sizes[s], pin, msg_writer, reader),
-			[LIMIT] = job(LIMIT, sizes[s], pin, msg_writer, reader),
+			[KERN] = job(KERN, sizes[s], pin, msg_writer, oneway_reader),
+			[SOCK] = job(SOCK, sizes[s], pin, msg_writer, oneway_reader),
+			[PP] = job(PP, sizes[s], pin, msg_writer, oneway_reader),
+			[LIMIT] = job(LIMIT, sizes[s], pin, msg_writer, oneway_reader),
 		};
 		struct bench_cell c[NIMPL];
 		char a[32], b[32], d[32], e[32], f[32], g[32], h[32], k[32], l[32];
 
+		for (int i = 0; i < NIMPL; i++)
+			jobs[i].stream = stream;
 		run_row(jobs, c, false);
 		printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 		       bench_fmt_size(a, sizeof(a), sizes[s]),
@@ -848,7 +815,7 @@ static void table_oneway(enum bench_pin pin, const size_t *sizes, unsigned int n
 static void table_zc(enum bench_pin pin)
 {
 	struct job jobs[NIMPL] = {
-		[KERN] = job(KERN, ZC_CHUNK, pin, msg_writer, msg_reader),
+		[KERN] = job(KERN, ZC_CHUNK, pin, msg_writer, oneway_reader),
 		[ZC] = job(ZC, ZC_CHUNK, pin, zc_writer, zc_reader),
 		[PP] = job(PP, ZC_CHUNK, pin, zc_pp_writer, zc_pp_reader),
 		[LIMIT] = job(LIMIT, ZC_CHUNK, pin, zc_limit_writer, zc_limit_reader),

@@ -215,19 +215,6 @@ static void *xfer_writer(void *arg)
 	return NULL;
 }
 
-/* Check the sequence numbers at the message starts within [off, off + n). */
-static bool stream_ok(const struct xfer *x, uint64_t off, size_t n)
-{
-	uint64_t k = (off + x->size - 1) / x->size, v;
-
-	for (uint64_t m = k * x->size; m + 8 <= off + n; m += x->size, k++) {
-		memcpy(&v, x->rbuf + (m - off), 8);
-		if (v != k)
-			return false;
-	}
-	return true;
-}
-
 static void *xfer_reader(void *arg)
 {
 	struct xfer *x = arg;
@@ -238,16 +225,10 @@ static void *xfer_reader(void *arg)
 	for (;;) {
 		ssize_t n;
 
-		if (x->msg) {
+		if (x->msg)
 			n = read_full(&x->c, x->rbuf, x->size);
-		} else {
-			n = chan_read(&x->c, x->rbuf, x->rlen);
-			if (n < 0) {
-				if (errno == EINTR)
-					continue;
-				n = -errno;
-			}
-		}
+		else
+			n = read_some(&x->c, x->rbuf, x->rlen);
 		if (n < 0) {
 			/* Close so that a blocked writer gets EPIPE rather than hang. */
 			x->rerr = (int)-n;
@@ -263,7 +244,7 @@ static void *xfer_reader(void *arg)
 				if ((size_t)n != x->size || v != seq)
 					x->rerr = EBADMSG;
 				seq++;
-			} else if (!stream_ok(x, got, (size_t)n)) {
+			} else if (!bench_stream_ok(x->rbuf, got, (size_t)n, x->size)) {
 				x->rerr = EBADMSG;
 			}
 		}
