@@ -1073,21 +1073,23 @@ static int expire(struct relay *r, uint64_t now)
 }
 
 /*
- * Hand malloc's free pages back to the system.  Not under AddressSanitizer:
- * its allocator is not glibc's, whose arenas malloc_trim() then walks
- * untouched (CI's ASan stage: a SEGV in mtrim with two workers trimming).
+ * Hand malloc's free pages back to the system.  Not under AddressSanitizer
+ * or ThreadSanitizer: their allocator is not glibc's, whose arenas
+ * malloc_trim() then walks untouched (a SEGV in mtrim with two workers
+ * trimming: CI's ASan stage first, later its TSan stage, in
+ * test/cli-relay-idle.sh's `relay -j 2`).
  */
-#if defined(__SANITIZE_ADDRESS__)
-#define RELAY_ASAN	1
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RELAY_NO_TRIM	1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RELAY_ASAN	1
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define RELAY_NO_TRIM	1
 #endif
 #endif
 
 static void relay_trim(struct relay *r)
 {
-#ifndef RELAY_ASAN
+#ifndef RELAY_NO_TRIM
 	malloc_trim(0);
 #endif
 	r->released = 0;
