@@ -32,13 +32,17 @@
  * Shrinking: a thread cache is "unused" when its thread neither took a page
  * from it nor gave one to it between two sweeps.  A sweep runs on the pool's
  * slow path (a batch refill or spill), at most once per TRIM_INTERVAL_NS by
- * a coarse clock read only there, and gives back to the pool all but
- * THREAD_KEEP pages of every cache that stayed unused since the previous
- * sweep: an idle thread's pages go to the threads that are asking the pool
- * for pages.  Since the sweeper is another thread, each thread cache has a
- * mutex; its owner takes it only on the thread-cache path (the pipe cache
- * is tried first and stays lock-free), where it is uncontended but for a
- * sweep.  Lock order: the registry of caches, then a cache, then the pool.
+ * a coarse clock read only there, and gives back to the pool the locked
+ * part (below) of every cache that stayed unused since the previous sweep:
+ * an idle thread's pages go to the threads that are asking the pool for
+ * pages.  Since the sweeper is another thread, that part has a mutex.  In
+ * front of it sit THREAD_HOT pages that only the owner touches, with no
+ * lock: a pipe that empties and fills again on one CPU hands a ring's worth
+ * of pages through the thread cache per turn, and a mutex pair per page
+ * was a tenth of a 4 KiB message's cost.  Pages move between the two parts
+ * in batches, so the mutex is taken once per THREAD_HOT pages or so; the
+ * hot part is what a sweep leaves an idle thread, as a sweep that spared a
+ * few pages did before.  Lock order: the registry, a cache, the pool.
  * A thread's cache goes back to the pool when the thread exits.  The locks
  * are held across fork(), as malloc's are, so that a child can allocate.
  */
@@ -246,15 +250,17 @@ void pp__page_pool_stats(size_t *chunks, size_t *in_use)
 /* A socket read's worth (256 KiB of 4 KiB pages) per thread. */
 #define THREAD_PAGES	64
 #define THREAD_REFILL	16	/* pages a refill takes from the pool at once */
-#define THREAD_KEEP	4	/* what a sweep leaves in an unused cache */
+#define THREAD_HOT	4	/* the owner's, lock-free: what a sweep leaves */
 #define TRIM_INTERVAL_NS	1000000000LL
 
 struct thread_pages {
-	pthread_mutex_t lock;		/* the owner, or a sweep */
-	unsigned int nr;		/* lock */
-	bool used;			/* lock: taken from or given to since the last sweep */
+	unsigned int hot_nr;		/* owner only */
+	void *hot[THREAD_HOT];		/* owner only: no sweep reaches these */
+	atomic_bool used;		/* taken from or given to since the last sweep */
 	bool listed;			/* owner only: in the registry */
 	bool dead;			/* owner only: its thread is exiting */
+	pthread_mutex_t lock;		/* the owner, or a sweep */
+	unsigned int nr;		/* lock */
 	struct thread_pages *next, *prev;	/* registry.lock */
 	void *page[THREAD_PAGES];	/* lock */
 };
@@ -289,6 +295,8 @@ static void thread_pages_detach(struct thread_pages *tp)
 	pool_put(tp->page, tp->nr);
 	tp->nr = 0;
 	pthread_mutex_unlock(&tp->lock);
+	pool_put(tp->hot, tp->hot_nr);
+	tp->hot_nr = 0;
 }
 
 /*
@@ -386,11 +394,11 @@ void pp__page_trim(void)
 	pthread_mutex_lock(&registry.lock);
 	for (struct thread_pages *tp = registry.head; tp; tp = tp->next) {
 		pthread_mutex_lock(&tp->lock);
-		if (!tp->used && tp->nr > THREAD_KEEP) {
-			pool_put(tp->page + THREAD_KEEP, tp->nr - THREAD_KEEP);
-			tp->nr = THREAD_KEEP;
+		/* Relaxed: a use the exchange misses is one the next sweep sees. */
+		if (!atomic_exchange_explicit(&tp->used, false, memory_order_relaxed)) {
+			pool_put(tp->page, tp->nr);
+			tp->nr = 0;
 		}
-		tp->used = false;
 		pthread_mutex_unlock(&tp->lock);
 	}
 	pthread_mutex_unlock(&registry.lock);
@@ -421,7 +429,14 @@ unsigned int pp__thread_page_count(void)
 	pthread_mutex_lock(&tp->lock);
 	nr = tp->nr;
 	pthread_mutex_unlock(&tp->lock);
-	return nr;
+	return nr + tp->hot_nr;
+}
+
+/* The owner, on each use: a store only when a sweep cleared the mark. */
+static inline void thread_pages_used(struct thread_pages *tp)
+{
+	if (!atomic_load_explicit(&tp->used, memory_order_relaxed))
+		atomic_store_explicit(&tp->used, true, memory_order_relaxed);
 }
 
 static void *thread_page_take(void)
@@ -436,19 +451,26 @@ static void *thread_page_take(void)
 		page_unpoison(page, pp__page_size);
 		return page;
 	}
-	pthread_mutex_lock(&tp->lock);
-	tp->used = true;
-	if (!tp->nr) {
-		tp->nr = pool_get(tp->page, THREAD_REFILL);
-		slow = true;
+	thread_pages_used(tp);
+	if (!tp->hot_nr) {
+		/* Refill the hot part from the locked one, that from the pool. */
+		pthread_mutex_lock(&tp->lock);
+		if (!tp->nr) {
+			tp->nr = pool_get(tp->page, THREAD_REFILL);
+			slow = true;
+		}
+		tp->hot_nr = min_t(unsigned int, tp->nr, THREAD_HOT);
+		tp->nr -= tp->hot_nr;
+		/* The warmest, last given, is taken first. */
+		memcpy(tp->hot, tp->page + tp->nr, tp->hot_nr * sizeof(tp->hot[0]));
+		pthread_mutex_unlock(&tp->lock);
+		if (slow)
+			trim_maybe();
+		if (!tp->hot_nr)
+			return NULL;
 	}
-	if (tp->nr) {
-		page = tp->page[--tp->nr];
-		page_unpoison(page, pp__page_size);
-	}
-	pthread_mutex_unlock(&tp->lock);
-	if (slow)
-		trim_maybe();
+	page = tp->hot[--tp->hot_nr];
+	page_unpoison(page, pp__page_size);
 	return page;
 }
 
@@ -459,19 +481,27 @@ static bool thread_page_keep(void *page)
 
 	if (!thread_pages_attach(tp))
 		return false;
+	thread_pages_used(tp);
+	page_poison(page, pp__page_size);
+	if (tp->hot_nr < THREAD_HOT) {
+		tp->hot[tp->hot_nr++] = page;
+		return true;
+	}
+	/* The hot part is full: it moves to the locked part, oldest first. */
 	pthread_mutex_lock(&tp->lock);
-	tp->used = true;
-	if (tp->nr == THREAD_PAGES) {
+	if (tp->nr + THREAD_HOT > THREAD_PAGES) {
 		/* Spill the older half: the newer pages are warmer in the cache. */
 		pool_put(tp->page, THREAD_PAGES / 2);
 		memmove(tp->page, tp->page + THREAD_PAGES / 2,
-			(THREAD_PAGES / 2) * sizeof(tp->page[0]));
-		tp->nr = THREAD_PAGES / 2;
+			(tp->nr - THREAD_PAGES / 2) * sizeof(tp->page[0]));
+		tp->nr -= THREAD_PAGES / 2;
 		slow = true;
 	}
-	page_poison(page, pp__page_size);
-	tp->page[tp->nr++] = page;
+	memcpy(tp->page + tp->nr, tp->hot, THREAD_HOT * sizeof(tp->hot[0]));
+	tp->nr += THREAD_HOT;
 	pthread_mutex_unlock(&tp->lock);
+	tp->hot[0] = page;
+	tp->hot_nr = 1;
 	if (slow)
 		trim_maybe();
 	return true;
