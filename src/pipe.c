@@ -156,9 +156,17 @@ void pp__pipe_unpark_if_empty(struct pp_pipe *p)
 /* Producer, wr_mutex held, slot `index` free: a page to fill it with. */
 static void *page_for_slot(struct pp_pipe *p, unsigned int index)
 {
-	/* No load first: the fill stores to this line next anyway. */
-	void *page = __atomic_exchange_n(&pp__pipe_slot(p, index)->spare, NULL, __ATOMIC_ACQUIRE);
+	struct pp_slot *s = pp__pipe_slot(p, index);
+	void *page = NULL;
 
+	/*
+	 * A plain load first, though the fill stores to this line next: a
+	 * locked exchange waits for the store buffer to drain, which the
+	 * last page's copy just filled, and a pipe that emptied since has
+	 * unparked its pages (consume()), so most slots hold none.
+	 */
+	if (__atomic_load_n(&s->spare, __ATOMIC_RELAXED))
+		page = __atomic_exchange_n(&s->spare, NULL, __ATOMIC_ACQUIRE);
 	return page ? page : pp__page_alloc(p);
 }
 
@@ -1233,7 +1241,6 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 	}
 
 	while (left) {
-		struct pp_buf buf;
 		size_t n;
 		void *page;
 
@@ -1333,13 +1340,7 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 				ret = -EFAULT;
 			break;
 		}
-		buf = (struct pp_buf){
-			.page = page,
-			.len = (unsigned int)n,
-			.ops = &pp_anon_buf_ops,
-			.flags = flags,
-		};
-		pp__pipe_fill(p, head++, &buf);
+		pp__pipe_fill_anon(p, head++, page, (unsigned int)n, flags);
 		room--;
 		ret += (ssize_t)n;
 		left -= n;
