@@ -1014,6 +1014,13 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 	 */
 	ref = __atomic_load_n(&p->rd_cpu, __ATOMIC_RELAXED) !=
 	      __atomic_load_n(&p->wr_cpu, __ATOMIC_RELAXED) || !pp__pipe_lock_reader_fast(p);
+	/*
+	 * Nor does the ordinary lock when one CAS takes it (SIDE_NOREF):
+	 * pp_close() waits for that section too.  Only a lock we must wait
+	 * for costs the reference's two locked instructions.
+	 */
+	if (ref && pp__pipe_trylock_reader_noref(p))
+		ref = false;
 	if (ref) {
 		pp__file_get(f);
 		ret = pp__pipe_lock_reader(p, nonblock);

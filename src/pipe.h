@@ -158,8 +158,12 @@ struct pp__ring {
  * memory is a free lock; it needs no init and no destroy.
  */
 struct pp_side_lock {
-	unsigned int state;		/* atomic: 0 free, 1 held, 2 held, maybe sleepers */
+	unsigned int state;		/* atomic: 0 free, else SIDE_* bits (wait.c) */
 };
+
+#define SIDE_HELD	1u
+#define SIDE_WAITERS	2u		/* held, maybe sleepers */
+#define SIDE_NOREF	4u		/* rd_mutex: held by a pp_read with no file reference */
 
 /*
  * A side lock's bias (wait.c: the biased side locks): one thread that
@@ -606,6 +610,7 @@ void pp__pipe_producer_unbias(struct pp_pipe *p);
  * held.  consumer_unbias: the read end is closing, as above.
  */
 bool pp__pipe_lock_reader_fast(struct pp_pipe *p);
+bool pp__pipe_trylock_reader_noref(struct pp_pipe *p);
 void pp__pipe_consumer_unbias(struct pp_pipe *p);
 /*
  * Wait with no lock held.  wait_data: 1 data, 0 EOF (no writers), -EAGAIN.

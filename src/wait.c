@@ -78,28 +78,31 @@
 
 /*
  * The side locks (struct pp_side_lock): Drepper's third futex mutex
- * ("Futexes Are Tricky").  state is 0 free, 1 held, 2 held with maybe a
- * thread asleep on it.  Taking it is a CAS 0 -> 1; failing that, a short
- * spin of CAS attempts, sleepers or not, as glibc's adaptive mutex spins
- * (the holder copies a few pages at most, or holds it for a long time and
- * we sleep anyway), then an exchange to 2 and FUTEX_WAIT while the
- * exchange does not return 0.  Letting go is an exchange to 0, and a
- * FUTEX_WAKE only if it returned 2.
+ * ("Futexes Are Tricky"), with its states as bits.  state is 0 free,
+ * SIDE_HELD held, and SIDE_WAITERS added while a thread may be asleep on
+ * it; SIDE_NOREF (rd_mutex only) says the holder is a pp_read holding no
+ * reference on its file (pp__pipe_trylock_reader_noref).  Taking it is a
+ * CAS 0 -> HELD; failing that, a short spin of CAS attempts, sleepers or
+ * not, as glibc's adaptive mutex spins (the holder copies a few pages at
+ * most, or holds it for a long time and we sleep anyway), then a CAS that
+ * adds WAITERS (keeping NOREF, which the exchange of the textbook would
+ * wipe) and FUTEX_WAIT on the word so made, or a CAS 0 -> HELD | WAITERS
+ * that takes it.  Letting go is an exchange to 0, and a FUTEX_WAKE only
+ * if it returned WAITERS.
  *
  * Ordering: the only stores of 0 are the unlocks, exchanges with release;
- * every way in (the CAS, the exchange to 2) is a read-modify-write with
- * acquire that reads 0, so it reads from an unlock's exchange (or from the
- * zeroed memory of a new pipe) and everything the previous holder did
- * under the lock happens before everything the next one does.  The spin's
- * loads are relaxed: they only say when to try.  No wake-up is lost: a
- * thread sleeps only while the word is 2 (the kernel compares it), and 2
- * was stored by the sleeper's own exchange, so the unlock that follows it
- * reads 2 and wakes someone; whoever is woken stores 2 again before it
- * takes the lock or sleeps, so the next unlock wakes the next sleeper.
- * A spinner that takes the lock with its CAS (leaving 1) while others
- * sleep changes nothing here: the word leaves 2 only by an unlock that
- * woke one of them, and that one, awake but not yet in, stores 2 again
- * when it runs.
+ * every way in is a CAS with acquire that reads 0, so it reads from an
+ * unlock's exchange (or from the zeroed memory of a new pipe) and
+ * everything the previous holder did under the lock happens before
+ * everything the next one does.  The spin's loads are relaxed: they only
+ * say when to try.  No wake-up is lost: a thread sleeps only while the
+ * word has WAITERS (the kernel compares it), and the word loses that bit
+ * only by an unlock, which reads it and wakes someone; whoever is woken
+ * takes the lock with WAITERS or sets it again before it sleeps, so the
+ * next unlock wakes the next sleeper.  A spinner that takes the lock with
+ * its CAS (leaving HELD) while others sleep changes nothing here: the
+ * word leaves WAITERS only by an unlock that woke one of them, and that
+ * one, awake but not yet in, sets it again when it runs.
  * A spurious wake-up (the FUTEX_WAKE of an unlock that comes after the
  * word's memory went to another pipe) is harmless: futex waiters re-check.
  */
@@ -109,7 +112,7 @@ static inline bool side_trylock(struct pp_side_lock *l)
 {
 	unsigned int free = 0;
 
-	return __atomic_compare_exchange_n(&l->state, &free, 1, false, __ATOMIC_ACQUIRE,
+	return __atomic_compare_exchange_n(&l->state, &free, SIDE_HELD, false, __ATOMIC_ACQUIRE,
 					   __ATOMIC_RELAXED);
 }
 
@@ -122,8 +125,21 @@ static void __attribute__((noinline)) side_lock_slow(struct pp_side_lock *l)
 			return;
 		pp__cpu_relax();
 	}
-	while (__atomic_exchange_n(&l->state, 2, __ATOMIC_ACQUIRE) != 0)
-		syscall(SYS_futex, &l->state, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+	for (;;) {
+		unsigned int c = __atomic_load_n(&l->state, __ATOMIC_RELAXED);
+
+		if (c == 0) {
+			if (__atomic_compare_exchange_n(&l->state, &c, SIDE_HELD | SIDE_WAITERS,
+							false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+				return;
+			continue;
+		}
+		if (!(c & SIDE_WAITERS) &&
+		    !__atomic_compare_exchange_n(&l->state, &c, c | SIDE_WAITERS, false,
+						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			continue;
+		syscall(SYS_futex, &l->state, FUTEX_WAIT_PRIVATE, c | SIDE_WAITERS, NULL, NULL, 0);
+	}
 }
 
 static inline void side_lock(struct pp_side_lock *l)
@@ -134,7 +150,7 @@ static inline void side_lock(struct pp_side_lock *l)
 
 static inline void side_unlock(struct pp_side_lock *l)
 {
-	if (unlikely(__atomic_exchange_n(&l->state, 0, __ATOMIC_RELEASE) == 2))
+	if (unlikely(__atomic_exchange_n(&l->state, 0, __ATOMIC_RELEASE) & SIDE_WAITERS))
 		syscall(SYS_futex, &l->state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
@@ -485,9 +501,42 @@ bool pp__pipe_lock_reader_fast(struct pp_pipe *p)
 	return true;
 }
 
+/*
+ * The read end is closing: no fast section from now on, none in progress,
+ * and no pp_read holding rd_mutex without a reference on the end (below)
+ * either.  Such a holder lets go of the lock before it waits or returns,
+ * and of the file with it: the exchange that clears NOREF is its last
+ * touch of either (release), and the load that sees it clear (acquire)
+ * comes before the caller drops its reference and maybe frees the end.
+ * It holds the lock for a copy and never sleeps with it, so we yield.
+ */
 void pp__pipe_consumer_unbias(struct pp_pipe *p)
 {
 	bias_end(&p->rd_bias);
+	while (__atomic_load_n(&p->rd_mutex.state, __ATOMIC_ACQUIRE) & SIDE_NOREF)
+		sched_yield();
+}
+
+/*
+ * pp_read's way in between CPUs, where the fast way is not taken: the
+ * ordinary lock, by one CAS that also says the holder holds no reference
+ * on its file, so the call makes no locked instruction on the file's
+ * count (two per read, a sixth of a 64-byte message's time between
+ * CPUs).  pp_close() waits for such a holder (pp__pipe_consumer_unbias)
+ * as it waits for a fast section; the caller takes a reference before
+ * anything that lets go of the lock.  False: taken by someone, nothing
+ * held; the caller goes the ordinary way.
+ */
+bool pp__pipe_trylock_reader_noref(struct pp_pipe *p)
+{
+	unsigned int free = 0;
+
+	if (!__atomic_compare_exchange_n(&p->rd_mutex.state, &free, SIDE_HELD | SIDE_NOREF, false,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return false;
+	bias_taken(&p->rd_bias);
+	note_cpu(&p->rd_cpu);
+	return true;
 }
 
 /*
