@@ -1381,7 +1381,7 @@ ssize_t pp__pipe_writev(struct pp_file *f, const struct iovec *iov, int iovcnt)
 	 * The fast way holds no reference on f: pp_close() waits for the
 	 * section to end (wait.c); pipe_write takes one before it waits.
 	 */
-	ref = !pp__pipe_lock_producer_fast(p);
+	ref = !pp__pipe_lock_producer_fast(p) && !pp__pipe_trylock_producer_noref(p);
 	if (ref) {
 		pp__file_get(f);
 		pp__pipe_lock_producer(p);

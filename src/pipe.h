@@ -611,6 +611,7 @@ void pp__pipe_producer_unbias(struct pp_pipe *p);
  */
 bool pp__pipe_lock_reader_fast(struct pp_pipe *p);
 bool pp__pipe_trylock_reader_noref(struct pp_pipe *p);
+bool pp__pipe_trylock_producer_noref(struct pp_pipe *p);
 void pp__pipe_consumer_unbias(struct pp_pipe *p);
 /*
  * Wait with no lock held.  wait_data: 1 data, 0 EOF (no writers), -EAGAIN.

@@ -467,9 +467,25 @@ void pp__pipe_unlock_producer(struct pp_pipe *p)
 	bias_unlock(&p->wr_bias, &p->wr_mutex);
 }
 
+/* The write end is closing: as pp__pipe_consumer_unbias, for wr_mutex. */
 void pp__pipe_producer_unbias(struct pp_pipe *p)
 {
 	bias_end(&p->wr_bias);
+	while (__atomic_load_n(&p->wr_mutex.state, __ATOMIC_ACQUIRE) & SIDE_NOREF)
+		sched_yield();
+}
+
+/* pp_write's ordinary way, taken at once: as pp__pipe_trylock_reader_noref. */
+bool pp__pipe_trylock_producer_noref(struct pp_pipe *p)
+{
+	unsigned int free = 0;
+
+	if (!__atomic_compare_exchange_n(&p->wr_mutex.state, &free, SIDE_HELD | SIDE_NOREF, false,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return false;
+	bias_taken(&p->wr_bias);
+	note_cpu(&p->wr_cpu);
+	return true;
 }
 
 /*
