@@ -163,7 +163,7 @@ struct pp_side_lock {
 
 #define SIDE_HELD	1u
 #define SIDE_WAITERS	2u		/* held, maybe sleepers */
-#define SIDE_NOREF	4u		/* rd_mutex: held by a pp_read with no file reference */
+#define SIDE_NOREF	4u		/* held by a pp_read or pp_write with no file reference */
 
 /*
  * A side lock's bias (wait.c: the biased side locks): one thread that

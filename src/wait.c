@@ -80,7 +80,7 @@
  * The side locks (struct pp_side_lock): Drepper's third futex mutex
  * ("Futexes Are Tricky"), with its states as bits.  state is 0 free,
  * SIDE_HELD held, and SIDE_WAITERS added while a thread may be asleep on
- * it; SIDE_NOREF (rd_mutex only) says the holder is a pp_read holding no
+ * it; SIDE_NOREF says the holder is a pp_read or pp_write holding no
  * reference on its file (pp__pipe_trylock_reader_noref).  Taking it is a
  * CAS 0 -> HELD; failing that, a short spin of CAS attempts, sleepers or
  * not, as glibc's adaptive mutex spins (the holder copies a few pages at
@@ -114,6 +114,27 @@ static inline bool side_trylock(struct pp_side_lock *l)
 
 	return __atomic_compare_exchange_n(&l->state, &free, SIDE_HELD, false, __ATOMIC_ACQUIRE,
 					   __ATOMIC_RELAXED);
+}
+
+/* Taken at once, marked: its holder holds no reference on its file. */
+static inline bool side_trylock_noref(struct pp_side_lock *l)
+{
+	unsigned int free = 0;
+
+	return __atomic_compare_exchange_n(&l->state, &free, SIDE_HELD | SIDE_NOREF, false,
+					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/*
+ * Until no holder is marked: the marked one's unlock (release) is its last
+ * touch of its file and pipe, and this acquire load that sees it comes
+ * before the caller lets the file go.  Such a holder copies and never
+ * sleeps with the lock, so we yield.
+ */
+static void side_wait_noref(const struct pp_side_lock *l)
+{
+	while (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) & SIDE_NOREF)
+		sched_yield();
 }
 
 static void __attribute__((noinline)) side_lock_slow(struct pp_side_lock *l)
@@ -471,17 +492,13 @@ void pp__pipe_unlock_producer(struct pp_pipe *p)
 void pp__pipe_producer_unbias(struct pp_pipe *p)
 {
 	bias_end(&p->wr_bias);
-	while (__atomic_load_n(&p->wr_mutex.state, __ATOMIC_ACQUIRE) & SIDE_NOREF)
-		sched_yield();
+	side_wait_noref(&p->wr_mutex);
 }
 
 /* pp_write's ordinary way, taken at once: as pp__pipe_trylock_reader_noref. */
 bool pp__pipe_trylock_producer_noref(struct pp_pipe *p)
 {
-	unsigned int free = 0;
-
-	if (!__atomic_compare_exchange_n(&p->wr_mutex.state, &free, SIDE_HELD | SIDE_NOREF, false,
-					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+	if (!side_trylock_noref(&p->wr_mutex))
 		return false;
 	bias_taken(&p->wr_bias);
 	note_cpu(&p->wr_cpu);
@@ -520,17 +537,13 @@ bool pp__pipe_lock_reader_fast(struct pp_pipe *p)
 /*
  * The read end is closing: no fast section from now on, none in progress,
  * and no pp_read holding rd_mutex without a reference on the end (below)
- * either.  Such a holder lets go of the lock before it waits or returns,
- * and of the file with it: the exchange that clears NOREF is its last
- * touch of either (release), and the load that sees it clear (acquire)
- * comes before the caller drops its reference and maybe frees the end.
- * It holds the lock for a copy and never sleeps with it, so we yield.
+ * either: the caller drops its reference, and maybe frees the end and the
+ * pipe, only after this.
  */
 void pp__pipe_consumer_unbias(struct pp_pipe *p)
 {
 	bias_end(&p->rd_bias);
-	while (__atomic_load_n(&p->rd_mutex.state, __ATOMIC_ACQUIRE) & SIDE_NOREF)
-		sched_yield();
+	side_wait_noref(&p->rd_mutex);
 }
 
 /*
@@ -545,10 +558,7 @@ void pp__pipe_consumer_unbias(struct pp_pipe *p)
  */
 bool pp__pipe_trylock_reader_noref(struct pp_pipe *p)
 {
-	unsigned int free = 0;
-
-	if (!__atomic_compare_exchange_n(&p->rd_mutex.state, &free, SIDE_HELD | SIDE_NOREF, false,
-					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+	if (!side_trylock_noref(&p->rd_mutex))
 		return false;
 	bias_taken(&p->rd_bias);
 	note_cpu(&p->rd_cpu);
