@@ -129,12 +129,20 @@ static inline bool side_trylock_noref(struct pp_side_lock *l)
  * Until no holder is marked: the marked one's unlock (release) is its last
  * touch of its file and pipe, and this acquire load that sees it comes
  * before the caller lets the file go.  Such a holder copies and never
- * sleeps with the lock, so we yield.
+ * waits with the lock, so we yield; but its copy may fault on a page that
+ * takes its time to come (a file mapping, userfaultfd), so after a while
+ * we nap instead of spinning.
  */
 static void side_wait_noref(const struct pp_side_lock *l)
 {
-	while (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) & SIDE_NOREF)
-		sched_yield();
+	static const struct timespec nap = { .tv_nsec = 100000 };
+
+	for (unsigned int i = 0; __atomic_load_n(&l->state, __ATOMIC_ACQUIRE) & SIDE_NOREF; i++) {
+		if (i < 64)
+			sched_yield();
+		else
+			nanosleep(&nap, NULL);
+	}
 }
 
 static void __attribute__((noinline)) side_lock_slow(struct pp_side_lock *l)
