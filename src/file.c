@@ -3,11 +3,14 @@
  * file.c - struct pp_file and the public entry points.
  *
  * This is the one errno boundary: everything below returns -errno, and the
- * calls here turn that into -1 and errno (pp__ret).  Each call holds a
- * reference on its file while in flight, so a pp_close() in another thread
- * only drops the file's "open" reference; the end is released (a reader or
- * writer goes away) when the last call using it returns, as close(2) does
- * for a file another thread is reading.
+ * calls here turn that into -1 and errno (pp__ret).  Each call keeps its
+ * file while in flight: by a reference, so a pp_close() in another thread
+ * only drops the file's "open" reference and the end is released (a reader
+ * or writer goes away) when the last call using it returns, as close(2)
+ * does for a file another thread is reading; or, for most reads and writes
+ * of a pagepipe end, by its side's lock alone (a fast section, or the lock
+ * marked SIDE_NOREF), which pp_close() waits for before it drops the
+ * reference.
  */
 #include "internal.h"
 
@@ -80,7 +83,7 @@ static inline ssize_t do_readv(struct pp_file *f, const struct iovec *iov, int i
 
 	if (!f || !pp__file_readable(f))
 		return -EBADF;
-	/* It holds f itself: a reference, or the consumer's bias (wait.c). */
+	/* It holds f itself: a reference, the consumer's bias, or rd_mutex marked NOREF. */
 	if (likely(pp__is_pipe(f)))
 		return pp__pipe_read(f, iov, iovcnt, pp__file_flags(f) & O_NONBLOCK);
 	if (!f->ops->readv)
@@ -97,7 +100,7 @@ static inline ssize_t do_writev(struct pp_file *f, const struct iovec *iov, int 
 
 	if (!f || !pp__file_writable(f))
 		return -EBADF;
-	/* It holds f itself: a reference, or the biased lock (wait.c). */
+	/* It holds f itself: a reference, the biased lock, or wr_mutex marked NOREF. */
 	if (likely(pp__is_pipe(f)))
 		return pp__pipe_writev(f, iov, iovcnt);
 	if (!f->ops->writev)
