@@ -491,6 +491,14 @@ static inline void pp__pipe_settle_read(struct pp_pipe *p)
 	}
 }
 
+/* A fresh slot's merge word (struct pp_slot): its end if writes may merge into it. */
+static inline void pp__slot_set_end(struct pp_slot *s, unsigned int flags, unsigned int end)
+{
+	/* Atomic: a waiter may glance at a slot it found at tail long ago. */
+	__atomic_store_n(&s->end, (flags & PP_BUF_FLAG_CAN_MERGE) ? SLOT_MERGE | end : 0,
+			 __ATOMIC_RELAXED);
+}
+
 /*
  * Producer side (wr_mutex held, free slots counted): fill a slot at or past
  * head whole, merge word included; slots filled are published together,
@@ -501,9 +509,7 @@ static inline void pp__pipe_fill(struct pp_pipe *p, unsigned int index, const st
 	struct pp_slot *s = pp__pipe_slot(p, index);
 
 	s->buf = *buf;
-	/* Atomic: a waiter may glance at a slot it found at tail long ago. */
-	__atomic_store_n(&s->end, (buf->flags & PP_BUF_FLAG_CAN_MERGE) ?
-			 SLOT_MERGE | (buf->offset + buf->len) : 0, __ATOMIC_RELAXED);
+	pp__slot_set_end(s, buf->flags, buf->offset + buf->len);
 }
 
 /*
@@ -526,9 +532,7 @@ static inline void pp__pipe_fill_anon(struct pp_pipe *p, unsigned int index, voi
 	s->buf.flags = flags;
 	s->buf.private = NULL;
 	s->buf.index = 0;
-	/* Atomic: a waiter may glance at a slot it found at tail long ago. */
-	__atomic_store_n(&s->end, (flags & PP_BUF_FLAG_CAN_MERGE) ? SLOT_MERGE | len : 0,
-			 __ATOMIC_RELAXED);
+	pp__slot_set_end(s, flags, len);
 }
 
 /*
@@ -602,7 +606,10 @@ void pp__pipe_unlock_producer(struct pp_pipe *p);
  * calling thread is the lock's biased owner); false, nothing held.
  */
 bool pp__pipe_lock_producer_fast(struct pp_pipe *p);
-/* The write end is closing: no fast path from now on, none in progress. */
+/*
+ * The write end is closing: no fast path and no holder without a reference
+ * (SIDE_NOREF) from now on, none in progress.
+ */
 void pp__pipe_producer_unbias(struct pp_pipe *p);
 /*
  * pp__pipe_read's way in for its quick read: true if rd_mutex is now held
@@ -610,6 +617,11 @@ void pp__pipe_producer_unbias(struct pp_pipe *p);
  * held.  consumer_unbias: the read end is closing, as above.
  */
 bool pp__pipe_lock_reader_fast(struct pp_pipe *p);
+/*
+ * pp_read's and pp_write's ordinary way in when the lock is free: true if
+ * it is now held, marked SIDE_NOREF (the caller takes no reference, and one
+ * before anything that lets go of the lock); false, nothing held.
+ */
 bool pp__pipe_trylock_reader_noref(struct pp_pipe *p);
 bool pp__pipe_trylock_producer_noref(struct pp_pipe *p);
 void pp__pipe_consumer_unbias(struct pp_pipe *p);

@@ -475,6 +475,34 @@ static void bias_end(struct pp_bias *b)
 	bias_revoke(b);
 }
 
+/* l just taken the ordinary way, by this thread running on its side's cpu. */
+static inline __attribute__((always_inline)) void side_taken(struct pp_bias *b, int *cpu)
+{
+	bias_taken(b);
+	note_cpu(cpu);
+}
+
+/* The ordinary way in, taken at once and marked: no reference (side_trylock_noref). */
+static inline __attribute__((always_inline)) bool side_take_noref(struct pp_side_lock *l,
+								    struct pp_bias *b, int *cpu)
+{
+	if (!side_trylock_noref(l))
+		return false;
+	side_taken(b, cpu);
+	return true;
+}
+
+/*
+ * The end of this side is closing: no fast section and no marked holder
+ * from now on, none in progress.  The caller drops its reference, and
+ * maybe frees the end and the pipe, only after this.
+ */
+static void side_end(struct pp_bias *b, const struct pp_side_lock *l)
+{
+	bias_end(b);
+	side_wait_noref(l);
+}
+
 bool pp__pipe_lock_producer_fast(struct pp_pipe *p)
 {
 	if (!bias_enter(&p->wr_bias, &p->wr_mutex))
@@ -487,8 +515,7 @@ bool pp__pipe_lock_producer_fast(struct pp_pipe *p)
 void pp__pipe_lock_producer(struct pp_pipe *p)
 {
 	side_lock(&p->wr_mutex);
-	bias_taken(&p->wr_bias);
-	note_cpu(&p->wr_cpu);
+	side_taken(&p->wr_bias, &p->wr_cpu);
 }
 
 void pp__pipe_unlock_producer(struct pp_pipe *p)
@@ -496,21 +523,15 @@ void pp__pipe_unlock_producer(struct pp_pipe *p)
 	bias_unlock(&p->wr_bias, &p->wr_mutex);
 }
 
-/* The write end is closing: as pp__pipe_consumer_unbias, for wr_mutex. */
 void pp__pipe_producer_unbias(struct pp_pipe *p)
 {
-	bias_end(&p->wr_bias);
-	side_wait_noref(&p->wr_mutex);
+	side_end(&p->wr_bias, &p->wr_mutex);
 }
 
 /* pp_write's ordinary way, taken at once: as pp__pipe_trylock_reader_noref. */
 bool pp__pipe_trylock_producer_noref(struct pp_pipe *p)
 {
-	if (!side_trylock_noref(&p->wr_mutex))
-		return false;
-	bias_taken(&p->wr_bias);
-	note_cpu(&p->wr_cpu);
-	return true;
+	return side_take_noref(&p->wr_mutex, &p->wr_bias, &p->wr_cpu);
 }
 
 /*
@@ -542,16 +563,9 @@ bool pp__pipe_lock_reader_fast(struct pp_pipe *p)
 	return true;
 }
 
-/*
- * The read end is closing: no fast section from now on, none in progress,
- * and no pp_read holding rd_mutex without a reference on the end (below)
- * either: the caller drops its reference, and maybe frees the end and the
- * pipe, only after this.
- */
 void pp__pipe_consumer_unbias(struct pp_pipe *p)
 {
-	bias_end(&p->rd_bias);
-	side_wait_noref(&p->rd_mutex);
+	side_end(&p->rd_bias, &p->rd_mutex);
 }
 
 /*
@@ -566,11 +580,7 @@ void pp__pipe_consumer_unbias(struct pp_pipe *p)
  */
 bool pp__pipe_trylock_reader_noref(struct pp_pipe *p)
 {
-	if (!side_trylock_noref(&p->rd_mutex))
-		return false;
-	bias_taken(&p->rd_bias);
-	note_cpu(&p->rd_cpu);
-	return true;
+	return side_take_noref(&p->rd_mutex, &p->rd_bias, &p->rd_cpu);
 }
 
 /*
@@ -592,8 +602,7 @@ int pp__pipe_lock_reader(struct pp_pipe *p, bool nonblock)
 	} else {
 		side_lock(&p->rd_mutex);
 	}
-	bias_taken(&p->rd_bias);
-	note_cpu(&p->rd_cpu);
+	side_taken(&p->rd_bias, &p->rd_cpu);
 	return 0;
 }
 
