@@ -86,8 +86,32 @@ void pp__ring_free(struct pp__ring *r)
 		free(r->mem);
 }
 
-/* A parked page goes back (pipe.h: spare pages). */
-static void slot_unpark(struct pp_pipe *p, struct pp_slot *s)
+/* A chain of free pages, linked through each one's first word. */
+static inline void chain_push(void **chain, void *page)
+{
+	*(void **)page = *chain;
+	*chain = page;
+}
+
+static inline void *chain_pop(void **chain)
+{
+	void *page = *chain;
+
+	if (page)
+		*chain = *(void **)page;
+	return page;
+}
+
+static void chain_free(struct pp_pipe *p, void *chain)
+{
+	void *page;
+
+	while ((page = chain_pop(&chain)))
+		pp__page_free(p, page);
+}
+
+/* A parked page goes back (pipe.h: spare pages), or onto *chain if one is given. */
+static void slot_unpark(struct pp_pipe *p, struct pp_slot *s, void **chain)
 {
 	void *page;
 
@@ -95,7 +119,9 @@ static void slot_unpark(struct pp_pipe *p, struct pp_slot *s)
 	if (!__atomic_load_n(&s->spare, __ATOMIC_RELAXED))
 		return;
 	page = __atomic_exchange_n(&s->spare, NULL, __ATOMIC_ACQUIRE);
-	if (page)
+	if (page && chain)
+		chain_push(chain, page);
+	else if (page)
 		pp__page_free(p, page);
 }
 
@@ -123,7 +149,7 @@ static bool page_park(struct pp_pipe *p, struct pp_slot *s, unsigned int index, 
  * Consumer, having emptied the pipe (rd_mutex held, head fresh), or both
  * side locks held: every page parked since the last unpark goes back.
  */
-static void pages_unpark(struct pp_pipe *p, unsigned int head)
+static void pages_unpark_to(struct pp_pipe *p, unsigned int head, void **chain)
 {
 	unsigned int from = p->rd_park;
 
@@ -133,13 +159,72 @@ static void pages_unpark(struct pp_pipe *p, unsigned int head)
 	if (head - from > p->ring_size)
 		from = head - p->ring_size;	/* each slot once */
 	for (unsigned int i = from; i != head; i++)
-		slot_unpark(p, pp__pipe_slot(p, i));
+		slot_unpark(p, pp__pipe_slot(p, i), chain);
+}
+
+static void pages_unpark(struct pp_pipe *p, unsigned int head)
+{
+	pages_unpark_to(p, head, NULL);
+}
+
+/*
+ * Consumer, having emptied the pipe (rd_mutex held, head fresh): what is
+ * parked goes back, or, while writers wait in pipe_write for room, to
+ * them.  On one CPU a pipe that fills and empties every turn (messages of
+ * the pipe's size) would otherwise hand its ring's pages through this
+ * thread's cache, the pool and the writer's cache each turn, a mutex per
+ * few pages (bench/pipe-threads -t msg 65536, same CPU: 5% of the time).
+ * The kept pages go to the writers as a chain, not left in their slots, so
+ * that nothing holds them once the writers are gone (an idle pipe keeps
+ * none): a waiting writer takes the chain when its wait ends, whatever
+ * ended it, and frees what its write did not use.
+ *
+ *   consumer: exchange wr_kept = chain; load wr_room_waiters: if 0, take
+ *             the chain back (exchange wr_kept = NULL) and free it
+ *   writer:   wr_room_waiters - 1; load wr_kept: if set, exchange it NULL
+ *
+ * all seq_cst.  A consumer that read a waiter still counted stored its
+ * chain before that writer's decrement, and so before the writer's load,
+ * which sees the chain (or a later one); one that read none takes back
+ * what it stored, unless a writer already has.  So when the last waiter
+ * is gone and the consumer has checked, wr_kept is empty.  A chain that
+ * finds another still there (its writer not yet out of its wait) frees
+ * the older one.  The count is a hint for the first glance: a writer
+ * counted late loses the pages (they go back as before), never a page.
+ */
+static void pages_keep(struct pp_pipe *p, unsigned int head)
+{
+	void *chain = NULL;
+
+	if (!p->rd_parked)
+		return;
+	if (!__atomic_load_n(&p->wr_room_waiters, __ATOMIC_RELAXED)) {
+		pages_unpark(p, head);
+		return;
+	}
+	pages_unpark_to(p, head, &chain);
+	if (!chain)
+		return;
+	chain = __atomic_exchange_n(&p->wr_kept, chain, __ATOMIC_SEQ_CST);
+	chain_free(p, chain);
+	if (!__atomic_load_n(&p->wr_room_waiters, __ATOMIC_SEQ_CST))
+		chain_free(p, __atomic_exchange_n(&p->wr_kept, NULL, __ATOMIC_SEQ_CST));
+}
+
+/* A writer whose wait for room ended: the pages kept for it, if any. */
+static void *pages_kept(struct pp_pipe *p)
+{
+	__atomic_fetch_sub(&p->wr_room_waiters, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&p->wr_kept, __ATOMIC_SEQ_CST))
+		return NULL;
+	return __atomic_exchange_n(&p->wr_kept, NULL, __ATOMIC_SEQ_CST);
 }
 
 /* Both side locks held, or the pipe's last end gone. */
 void pp__pipe_clear_spares(struct pp_pipe *p)
 {
 	pages_unpark(p, p->head);
+	chain_free(p, __atomic_exchange_n(&p->wr_kept, NULL, __ATOMIC_ACQ_REL));
 }
 
 /*
@@ -153,11 +238,17 @@ void pp__pipe_unpark_if_empty(struct pp_pipe *p)
 		pages_unpark(p, pp__pipe_head(p));
 }
 
-/* Producer, wr_mutex held, slot `index` free: a page to fill it with. */
-static void *page_for_slot(struct pp_pipe *p, unsigned int index)
+/*
+ * Producer, wr_mutex held, slot `index` free: a page to fill it with, from
+ * the pages kept for this writer (*kept), the slot's parked one, or new.
+ */
+static void *page_for_slot(struct pp_pipe *p, unsigned int index, void **kept)
 {
 	struct pp_slot *s = pp__pipe_slot(p, index);
-	void *page = NULL;
+	void *page = chain_pop(kept);
+
+	if (page)
+		return page;
 
 	/*
 	 * A plain load first, though the fill stores to this line next: a
@@ -510,7 +601,7 @@ static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
 		 */
 		head = rd_head(p, tail, 1);
 		if (tail == head) {
-			pages_unpark(p, head);
+			pages_keep(p, head);
 			break;
 		}
 		s = pp__pipe_slot(p, tail);
@@ -540,7 +631,7 @@ static size_t consume(struct pp_pipe *p, size_t bytes, bool packets, bool keep,
 			/* Once marked it takes no room (pp__pipe_occupancy). */
 			if (slot_drain(s)) {
 				pp__pipe_wake_writers(p);
-				pages_unpark(p, head);
+				pages_keep(p, head);
 				pp__pipe_trim_tmp_pages(p);
 			} else
 				pp__slot_sync(s);		/* more was merged: read on */
@@ -1229,6 +1320,7 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 	size_t chars = total & (psz - 1);
 	size_t left = total;
 	unsigned int head = p->head, room = 0;
+	void *kept = NULL;	/* pages_keep's chain, once a wait gave us one */
 	ssize_t ret = 0;
 
 	if (!pp__pipe_readers(p))
@@ -1294,7 +1386,12 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 				/* f must outlive the wait: the lock no longer keeps it. */
 				hold_file(f, ref);
 				pp__pipe_unlock_producer(p);
+				__atomic_fetch_add(&p->wr_room_waiters, 1, __ATOMIC_RELAXED);
 				e = pp__pipe_wait_room_quiet(p);
+				if (!kept)
+					kept = pages_kept(p);
+				else
+					chain_free(p, pages_kept(p));
 				if (offered) {
 					n = pull_withdraw(p);
 					ret += (ssize_t)n;
@@ -1334,7 +1431,7 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 				continue;
 			}
 		}
-		page = page_for_slot(p, head);
+		page = page_for_slot(p, head, &kept);
 		if (!page) {
 			if (!ret)
 				ret = -ENOMEM;
@@ -1356,6 +1453,7 @@ static ssize_t pipe_write(struct pp_file *f, struct pp_pipe *p, struct pp_iov_it
 	}
 	if (head != p->head)
 		pp__pipe_publish(p, head);
+	chain_free(p, kept);
 	if (ret > 0)
 		pp__pipe_wake_readers(p);
 	return ret;

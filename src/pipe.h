@@ -291,6 +291,13 @@ struct pp_pipe {
 	unsigned int wr_sleepers;
 	struct pp_yielder wr_yielder;
 	bool wr_woken;
+	/*
+	 * Pages a consumer that emptied the pipe kept for writers waiting in
+	 * pipe_write for room (pipe.c: pages_keep), a chain through each
+	 * page's first word, and how many such writers there are.
+	 */
+	unsigned int wr_room_waiters;
+	_Atomic(void *) wr_kept;
 
 	/*
 	 * Where each side last ran, for the peer's choice between spinning and

@@ -13,7 +13,14 @@
  * (pp_pipe_add_buf) goes back too; a resize and the pipe's end give every
  * one back (no page leaks: the pool and this thread's cache account for
  * them all); and a writer, a reader and a resizer on three threads move
- * every byte in order while pages go round through the slots.
+ * every byte in order while pages go round through the slots.  A pipe
+ * that empties while a writer on the reader's CPU waits for room keeps its
+ * parked pages for that writer (pages_keep): they go to it as a chain,
+ * which it takes when its wait ends, so nothing keeps them once it is
+ * gone: checked by marking a waiter in the pipe as pipe_write does, and by
+ * a writer and a reader taking turns on one CPU with 64 KiB messages (the
+ * writer waits for room each turn), after which the idle pipe keeps
+ * nothing in its slots or its chain.
  */
 #include "helpers.h"
 #include "internal.h"
@@ -239,6 +246,157 @@ static int test_spare_under_other_producers(void)
 	return 0;
 }
 
+/* This thread on the CPU it runs on, so that its reads and writes share one. */
+static int pin_here(void)
+{
+	int cpu = sched_getcpu();
+
+	if (cpu < 0 || t_pin(pthread_self(), cpu))
+		return -1;
+	return cpu;
+}
+
+static unsigned int chain_len(struct pp_pipe *p)
+{
+	unsigned int n = 0;
+
+	for (void *page = __atomic_load_n(&p->wr_kept, __ATOMIC_ACQUIRE); page; page = *(void **)page)
+		n++;
+	return n;
+}
+
+/*
+ * A writer waiting in pipe_write for room is marked as pipe_write marks
+ * one (wr_room_waiters).  Read dry: the fifteen retired slots' pages go to
+ * the waiter's chain, not to the thread cache (the sixteenth is the
+ * drained slot, whose page stays as always), and no slot keeps one.  The
+ * waiter's part (take the chain when its wait ends) is done here by hand;
+ * test_turns_on_one_cpu has real ones.  Read dry with nobody waiting:
+ * nothing kept anywhere.
+ */
+static int test_kept_for_waiting_writer(void)
+{
+	const size_t psz = pp_page_size();
+	unsigned char *buf = malloc(16 * psz);
+	struct pp_file *e[2];
+	struct pp_pipe *p;
+	size_t held0;
+	void *chain;
+
+	ASSERT_TRUE(buf != NULL);
+	held0 = pages_held();
+	t_pipe2(e, O_NONBLOCK);
+	p = e[0]->pipe;
+	for (int round = 0; round < 3; round++) {
+		t_fill(buf, 16 * psz, 0, 21 + round);
+		ASSERT_EQ(pp_write(e[1], buf, 16 * psz), (ssize_t)(16 * psz));
+		__atomic_store_n(&p->wr_room_waiters, 1, __ATOMIC_SEQ_CST);
+		memset(buf, 0, 16 * psz);
+		ASSERT_EQ(pp_read(e[0], buf, 16 * psz), (ssize_t)(16 * psz));
+		ASSERT_EQ(t_check(buf, 16 * psz, 0, 21 + round), 0);
+		ASSERT_EQ(chain_len(p), 15);
+		ASSERT_EQ(spares(e[0]), 0);
+		/* The waiter leaves and takes them; its pages go back as any freed page. */
+		__atomic_store_n(&p->wr_room_waiters, 0, __ATOMIC_SEQ_CST);
+		chain = __atomic_exchange_n(&p->wr_kept, NULL, __ATOMIC_SEQ_CST);
+		while (chain) {
+			void *next = *(void **)chain;
+
+			pp_page_put(chain);
+			chain = next;
+		}
+		/* Nobody waits: what is parked goes back, none kept. */
+		t_fill(buf, 16 * psz, 16 * psz, 21 + round);
+		ASSERT_EQ(pp_write(e[1], buf, 16 * psz), (ssize_t)(16 * psz));
+		memset(buf, 0, 16 * psz);
+		ASSERT_EQ(pp_read(e[0], buf, 16 * psz), (ssize_t)(16 * psz));
+		ASSERT_EQ(t_check(buf, 16 * psz, 16 * psz, 21 + round), 0);
+		ASSERT_EQ(chain_len(p), 0);
+		ASSERT_EQ(spares(e[0]), 0);
+	}
+	/* Kept, and the pipe's end comes first: every page back. */
+	ASSERT_EQ(pp_write(e[1], buf, 16 * psz), (ssize_t)(16 * psz));
+	__atomic_store_n(&p->wr_room_waiters, 1, __ATOMIC_SEQ_CST);
+	ASSERT_EQ(pp_read(e[0], buf, 16 * psz), (ssize_t)(16 * psz));
+	ASSERT_EQ(chain_len(p), 15);
+	__atomic_store_n(&p->wr_room_waiters, 0, __ATOMIC_SEQ_CST);
+	pp_close(e[0]);
+	pp_close(e[1]);
+	ASSERT_EQ(pages_held(), held0);
+	free(buf);
+	return 0;
+}
+
+#define TURNS_BYTES	(t_under_valgrind() ? (8u << 20) : T_SANITIZED ? (64u << 20) : (512u << 20))
+
+struct turns {
+	struct pp_file *e[2];
+	int cpu;
+};
+
+static void *turns_writer(void *arg)
+{
+	struct turns *tu = arg;
+	const size_t len = 64 << 10;
+	unsigned char *buf = malloc(len);
+	unsigned long long pos = 0;
+
+	if (!buf || t_pin(pthread_self(), tu->cpu)) {
+		free(buf);
+		pp_close(tu->e[1]);
+		return (void *)1;
+	}
+	while (pos < TURNS_BYTES) {
+		t_fill(buf, len, pos, 13);
+		if (pp_write(tu->e[1], buf, len) != (ssize_t)len) {
+			free(buf);
+			pp_close(tu->e[1]);
+			return (void *)2;
+		}
+		pos += len;
+	}
+	free(buf);
+	pp_close(tu->e[1]);
+	return NULL;
+}
+
+/* One CPU, 64 KiB messages: the pipe fills, empties and fills again each turn. */
+static int test_turns_on_one_cpu(void)
+{
+	const size_t len = 64 << 10;
+	struct turns tu;
+	unsigned char *buf = malloc(len);
+	unsigned long long pos = 0;
+	pthread_t w;
+	void *ret;
+	ssize_t r;
+
+	ASSERT_TRUE(buf != NULL);
+	tu.cpu = pin_here();
+	if (tu.cpu < 0)
+		return t_skip("cannot pin this thread to its CPU");
+	t_pipe2(tu.e, 0);
+	ASSERT_EQ(pthread_create(&w, NULL, turns_writer, &tu), 0);
+	for (;;) {
+		r = t_read_full(tu.e[0], buf, len);
+		if (r <= 0)
+			break;
+		if (t_check(buf, (size_t)r, pos, 13))
+			t_fail_at(__FILE__, __LINE__, "wrong byte in the message at %llu", pos);
+		pos += (unsigned long long)r;
+	}
+	ASSERT_EQ(r, 0);
+	t_join(w, &ret, 120);
+	ASSERT_TRUE(ret == NULL);
+	ASSERT_EQ(pos, (unsigned long long)TURNS_BYTES);
+	/* Read dry after the writer left: the idle pipe keeps nothing. */
+	ASSERT_EQ(spares(tu.e[0]), 0);
+	ASSERT_EQ(chain_len(tu.e[0]->pipe), 0);
+	pp_close(tu.e[0]);
+	free(buf);
+	return 0;
+}
+
 /* Valgrind runs one thread at a time, each many times slower. */
 #define STRESS_BYTES	(t_under_valgrind() ? (4u << 20) : T_SANITIZED ? (24u << 20) : (256u << 20))
 
@@ -339,6 +497,8 @@ int main(void)
 		T_SUBTEST(test_spare_under_other_producers),
 		T_SUBTEST(test_splice_empties),
 		T_SUBTEST(test_stress_three_threads),
+		T_SUBTEST(test_kept_for_waiting_writer),
+		T_SUBTEST(test_turns_on_one_cpu),
 	};
 
 	return T_RUN_SUBTESTS(tests);
