@@ -191,6 +191,9 @@ static void pages_unpark(struct pp_pipe *p, unsigned int head)
  * finds another still there (its writer not yet out of its wait) frees
  * the older one.  The count is a hint for the first glance: a writer
  * counted late loses the pages (they go back as before), never a page.
+ * A writer that leaves its wait by siglongjmp stays counted, and then
+ * one chain at most (a ring's pages) waits for the pipe's end or a
+ * resize: slower and fatter, never stuck, as wait.c's yielder word.
  */
 static void pages_keep(struct pp_pipe *p, unsigned int head)
 {

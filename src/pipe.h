@@ -297,7 +297,7 @@ struct pp_pipe {
 	 * page's first word, and how many such writers there are.
 	 */
 	unsigned int wr_room_waiters;
-	_Atomic(void *) wr_kept;
+	void *wr_kept;			/* atomic */
 
 	/*
 	 * Where each side last ran, for the peer's choice between spinning and
