@@ -208,6 +208,8 @@ static void pages_keep(struct pp_pipe *p, unsigned int head)
 	pages_unpark_to(p, head, &chain);
 	if (!chain)
 		return;
+	/* Under rd_mutex, read once the pipe is gone: for tests. */
+	__atomic_store_n(&p->wr_kept_chains, p->wr_kept_chains + 1, __ATOMIC_RELAXED);
 	chain = __atomic_exchange_n(&p->wr_kept, chain, __ATOMIC_SEQ_CST);
 	chain_free(p, chain);
 	if (!__atomic_load_n(&p->wr_room_waiters, __ATOMIC_SEQ_CST))
@@ -233,12 +235,13 @@ void pp__pipe_clear_spares(struct pp_pipe *p)
 /*
  * A consumer that retires slots itself rather than through consume()
  * (splice.c, a pipe-to-pipe move), rd_mutex held: if that emptied the
- * pipe, what was parked goes back, as consume() does.
+ * pipe, what was parked goes back, or to waiting writers, as consume()
+ * does.
  */
 void pp__pipe_unpark_if_empty(struct pp_pipe *p)
 {
 	if (p->rd_parked && pp__pipe_empty(p))
-		pages_unpark(p, pp__pipe_head(p));
+		pages_keep(p, pp__pipe_head(p));
 }
 
 /*

@@ -298,6 +298,7 @@ struct pp_pipe {
 	 */
 	unsigned int wr_room_waiters;
 	void *wr_kept;			/* atomic */
+	unsigned long wr_kept_chains;	/* chains handed over so far: for tests */
 
 	/*
 	 * Where each side last ran, for the peer's choice between spinning and

@@ -475,7 +475,7 @@ static void bias_end(struct pp_bias *b)
 	bias_revoke(b);
 }
 
-/* l just taken the ordinary way, by this thread running on its side's cpu. */
+/* This side's lock just taken the ordinary way, by this thread, which runs on *cpu now. */
 static inline __attribute__((always_inline)) void side_taken(struct pp_bias *b, int *cpu)
 {
 	bias_taken(b);
