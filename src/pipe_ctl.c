@@ -238,10 +238,15 @@ PP_EXPORT ssize_t pp_pipe_set_size(struct pp_file *f, size_t bytes)
 
 	if (!f)
 		return pp__ret(-EBADF);
-	if (!pp__is_pipe(f))
+	if (!pp__is_pipe(f) && !pp__is_shared(f))
 		return pp__ret(-EINVAL);
 	pp__file_get(f);
-	r = pp__pipe_set_size(f->pipe, bytes);
+	if (pp__is_pipe(f))
+		r = pp__pipe_set_size(f->pipe, bytes);
+	else if (bytes > PP_MAX_SIZE)
+		r = -EPERM;	/* past the arena's slots, as set_size() answers */
+	else if ((r = pp__shared_fcntl(f, F_SETPIPE_SZ, bytes)) >= 0)
+		r = pp__shared_fcntl(f, F_GETPIPE_SZ, 0);
 	pp__file_put(f);
 	return pp__ret(r);
 }

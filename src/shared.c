@@ -884,7 +884,8 @@ static bool peer_gone_now(const struct sh_end *e)
  * running the peer; the spin ends early when the hint says the other side
  * closed, and the tokens decide.  A close wakes every sleeper after its
  * token is closed, so a sleeper woken by the last one sees it gone; a
- * death wakes nobody and is seen at the next timeout.
+ * death wakes nobody and is seen at the next timeout.  A side found gone
+ * has its hint cleared (peer_gone_now), so peer_side_open() agrees.
  */
 static bool wait_for(struct sh_end *e, bool (*ready)(struct sh_pipe *), uint32_t *wq,
 		     uint32_t *sleepers, const void *hint0, const void *hint1)
@@ -930,7 +931,12 @@ sleep:
 
 		if (ready(e->sp))
 			return true;
-		if (peer_side_gone(e))
+		/*
+		 * Gone for everyone, the hint included: a caller that asks
+		 * peer_side_open() next must not find a dead side's count
+		 * there and wait again, at once, forever.
+		 */
+		if (peer_gone_now(e))
 			return false;
 		__atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
 		/*
@@ -2063,7 +2069,8 @@ again:
 			goto out;
 		}
 		side_unlock(&c->wr_lock);
-		wait_for(e, has_room, &c->wr_wait, &c->wr_sleepers, NULL, NULL);
+		if (!wait_for(e, has_room, &c->wr_wait, &c->wr_sleepers, NULL, NULL))
+			return pp__pipe_epipe(f);
 		err = side_lock(sp, &c->wr_lock);
 		if (err)
 			return err;

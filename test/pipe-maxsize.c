@@ -6,7 +6,11 @@
  * no further (EINVAL above: its int result could not say 2 GiB);
  * pp_pipe_set_size() takes a pipe past that, EINVAL above 2^40, EPERM
  * above the limit, and F_GETPIPE_SZ then reports INT_MAX; pp_pipe_set_size
- * errors EBADF and EINVAL for a file that is not a pagepipe end.
+ * errors EBADF and EINVAL for a file that is not a pagepipe end.  On a
+ * PP_O_SHARED end it is F_SETPIPE_SZ with a ssize_t result: sizes round
+ * up to a power of two pages, EPERM past the arena's 1 MiB, EBUSY below
+ * what the pipe holds (it failed with EINVAL on every shared end, which
+ * made pagepipe send unable to size its pipe).
  */
 #include <limits.h>
 
@@ -92,6 +96,26 @@ static int test_set_size_errors(void)
 	return 0;
 }
 
+static int test_set_size_shared(void)
+{
+	struct pp_file *e[2];
+	char b[3 * 4096] = { 0 };
+
+	ASSERT_EQ(pp_pipe2(e, PP_O_SHARED), 0);
+	ASSERT_EQ(pp_pipe_set_size(e[1], 1ul << 20), 1l << 20);
+	ASSERT_EQ(pp_fcntl(e[0], F_GETPIPE_SZ), 1 << 20);
+	ASSERT_EQ(pp_pipe_set_size(e[0], 3 * pp_page_size()), (ssize_t)(4 * pp_page_size()));
+	ASSERT_EQ(pp_fcntl(e[1], F_GETPIPE_SZ), (int)(4 * pp_page_size()));
+	ASSERT_ERRNO(pp_pipe_set_size(e[1], (1ul << 20) + 1), EPERM);
+	ASSERT_ERRNO(pp_pipe_set_size(e[1], 1ul << 40), EPERM);
+	ASSERT_EQ(pp_write(e[1], b, sizeof(b)), (ssize_t)sizeof(b));
+	ASSERT_ERRNO(pp_pipe_set_size(e[1], pp_page_size()), EBUSY);
+	ASSERT_EQ(pp_fcntl(e[1], F_GETPIPE_SZ), (int)(4 * pp_page_size()));
+	pp_close(e[0]);
+	pp_close(e[1]);
+	return 0;
+}
+
 int main(void)
 {
 	static const struct t_subtest tests[] = {
@@ -99,6 +123,7 @@ int main(void)
 		T_SUBTEST(test_setpipe_sz_stops_at_1gib),
 		T_SUBTEST(test_set_size_past_1gib),
 		T_SUBTEST(test_set_size_errors),
+		T_SUBTEST(test_set_size_shared),
 	};
 
 	return T_RUN_SUBTESTS(tests);

@@ -3,7 +3,8 @@
  * Description: PP_O_SHARED pipes when a process dies or misbehaves
  * (src/shared.c, docs/shared-pipes.md): a writer SIGKILLed in the middle
  * of a stream of PIPE_BUF records leaves its reader every record whole
- * and then EOF; a reader SIGKILLed leaves its writer EPIPE; a process
+ * and then EOF; a reader SIGKILLed leaves its writer EPIPE, whichever
+ * call it waits for room in (write, splice, vmsplice, a write lend); a process
  * that exits without closing is closed for at once; a peer that scribbles
  * on the shared state makes calls fail with EIO (or return what is
  * there), never crash, hang or touch memory outside the arena; nothing
@@ -145,6 +146,107 @@ static int test_reader_killed(void)
 	ASSERT_TRUE(now_s() - t0 < 1.0);
 	pp_close(e[1]);
 	return 0;
+}
+
+/*
+ * The reader SIGKILLed while the pipe is full, then a writer blocks for
+ * room by each way in that is not pp_write: a splice from a regular file
+ * and from a kernel pipe, pp_vmsplice, pp_write_lend.  Each must see
+ * EPIPE, not wait forever: a killed reader leaves its count in the
+ * arena's hint, and only the token says it is gone (pagepipe send spun
+ * at 100% CPU in pp__shared_reserve, which asked the hint again after
+ * every wait, until the wait itself cleared it).
+ */
+static int blocked_writer_sees_epipe(int how)
+{
+	struct pp_file *e[2], *in = NULL;
+	unsigned char b[REC] = { 0 };
+	char path[] = "/tmp/pp-shared-faults.XXXXXX";
+	int kp[2] = { -1, -1 }, fd = -1, sync[2];
+	struct iovec iov = { b, sizeof(b) };
+	double t0;
+	ssize_t r;
+	pid_t pid;
+	char c;
+
+	ASSERT_EQ(pipe(sync), 0);
+	ASSERT_EQ(pp_pipe2(e, PP_O_SHARED | PP_O_NOSIGPIPE), 0);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		pp_close(e[1]);
+		close(sync[0]);
+		if (write(sync[1], "r", 1) != 1)
+			_exit(1);
+		pause();	/* a reader that never reads: the pipe fills */
+		_exit(1);
+	}
+	close(sync[1]);
+	ASSERT_EQ(read(sync[0], &c, 1), 1);
+	close(sync[0]);
+	pp_close(e[0]);
+	ASSERT_EQ(pp_fcntl(e[1], F_SETFL, O_NONBLOCK), 0);
+	while (pp_write(e[1], b, sizeof(b)) > 0)
+		;
+	ASSERT_EQ(errno, EAGAIN);
+	ASSERT_EQ(pp_fcntl(e[1], F_SETFL, 0), 0);
+	kill(pid, SIGKILL);
+	ASSERT_EQ(waitpid(pid, NULL, 0), pid);
+
+	if (how == 0) {
+		fd = mkstemp(path);
+		ASSERT_GE(fd, 0);
+		unlink(path);
+		ASSERT_EQ(write(fd, b, sizeof(b)), (ssize_t)sizeof(b));
+		ASSERT_EQ(lseek(fd, 0, SEEK_SET), 0);
+		in = pp_fdopen(fd);
+	} else if (how == 1) {
+		ASSERT_EQ(pipe(kp), 0);
+		ASSERT_EQ(write(kp[1], b, sizeof(b)), (ssize_t)sizeof(b));
+		in = pp_fdopen(kp[0]);
+	}
+	if (how <= 1)
+		ASSERT_TRUE(in != NULL);
+	t0 = now_s();
+	if (how <= 1)
+		r = pp_splice(in, NULL, e[1], NULL, sizeof(b), 0);
+	else if (how == 2)
+		r = pp_vmsplice(e[1], &iov, 1, 0);
+	else
+		r = pp_write_lend(e[1], &iov, 1, sizeof(b));
+	ASSERT_EQ(r, -1);
+	ASSERT_EQ(errno, EPIPE);
+	ASSERT_TRUE(now_s() - t0 < 1.0);
+	if (in)
+		pp_close(in);
+	if (fd >= 0)
+		close(fd);
+	if (kp[0] >= 0) {
+		close(kp[0]);
+		close(kp[1]);
+	}
+	pp_close(e[1]);
+	return 0;
+}
+
+static int test_reader_killed_splice_file(void)
+{
+	return blocked_writer_sees_epipe(0);
+}
+
+static int test_reader_killed_splice_kpipe(void)
+{
+	return blocked_writer_sees_epipe(1);
+}
+
+static int test_reader_killed_vmsplice(void)
+{
+	return blocked_writer_sees_epipe(2);
+}
+
+static int test_reader_killed_write_lend(void)
+{
+	return blocked_writer_sees_epipe(3);
 }
 
 /*
@@ -345,6 +447,10 @@ int main(void)
 	static const struct t_subtest tests[] = {
 		T_SUBTEST(test_writer_killed),
 		T_SUBTEST(test_reader_killed),
+		T_SUBTEST(test_reader_killed_splice_file),
+		T_SUBTEST(test_reader_killed_splice_kpipe),
+		T_SUBTEST(test_reader_killed_vmsplice),
+		T_SUBTEST(test_reader_killed_write_lend),
 		T_SUBTEST(test_exit_without_close),
 		T_SUBTEST(test_scribbles),
 		T_SUBTEST(test_nothing_left),

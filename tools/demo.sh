@@ -61,3 +61,21 @@ echo
 echo "(The pagepipe made with PP_O_SHARED keeps its ring and pages in a memfd"
 echo " both processes map: a write is one copy into a shared page, a read one"
 echo " copy out, and no system call when neither side has to wait.)"
+
+echo
+echo "== Two shells, one stream: $mb MiB file to file through a FIFO and cat, and through pagepipe send/recv =="
+# The output file is made once at full size and rewritten in place (1<>),
+# so that neither row pays for allocating its pages.
+tmp=$(mktemp -d /tmp/pagepipe-demo.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cp "$big" "$tmp/out"
+mkfifo "$tmp/fifo"
+f=$(best "cat '$tmp/fifo' 1<>'$tmp/out' & cat '$big' > '$tmp/fifo'; wait")
+p=$(best "'$PP' recv '$tmp/sock' 1<>'$tmp/out' & '$PP' send -T 10 '$tmp/sock' < '$big'; wait")
+printf '%-34s %10s %10s %8s\n' "" "FIFO MB/s" "send/recv" "ratio"
+printf '%-34s %10s %10s %8s\n' "file -> file" "$(mbps "$f")" "$(mbps "$p")" "$(ratio "$p" "$f")"
+cmp -s "$big" "$tmp/out" || { echo "send/recv: the output differs from the input"; exit 1; }
+echo
+echo "(\$ pagepipe recv SOCK > out   and   \$ pagepipe send SOCK < file: the"
+echo " sender reads the file straight into pages the receiver maps, which it"
+echo " writes straight out: two copies, where cat > fifo and cat fifo make four.)"

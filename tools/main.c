@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * main.c - the pagepipe command: cat, tee, copy, buffer and relay on
+ * main.c - the pagepipe command: cat, tee, copy, buffer, relay, send and recv on
  * libpagepipe.  This file dispatches to the commands (one file each) and
  * holds what they share about options and messages.
  *
@@ -184,6 +184,8 @@ static const char usage_main[] =
 	"  copy SRC DST                               copy SRC to DST ('-' is stdin/stdout)\n"
 	"  buffer [--size SIZE]                       buffer standard input in memory\n"
 	"  relay LISTEN TARGET                        relay TCP connections (HOST:PORT)\n"
+	"  send [--size SIZE] SOCKET                  standard input to a 'recv' at SOCKET\n"
+	"  recv SOCKET                                what a 'send' sends, to standard output\n"
 	"\n"
 	"Options for every command:\n"
 	"      --progress     show bytes, rate and ETA on standard error\n"
@@ -366,6 +368,8 @@ static const struct {
 	{ "copy", cmd_copy },
 	{ "buffer", cmd_buffer },
 	{ "relay", cmd_relay },
+	{ "send", cmd_send },
+	{ "recv", cmd_recv },
 };
 
 int main(int argc, char **argv)

@@ -6,6 +6,7 @@
  * xfer.c      the transfer engine: one descriptor or pagepipe end to another
  * progress.c  the progress line
  * cat.c tee.c copy.c buffer.c relay.c   one command each
+ * share.c     send and recv: a shared pagepipe between unrelated processes
  *
  * Helpers here follow the library's own convention: they return a count or
  * 0 on success and -errno on failure.  Only the commands print messages
@@ -228,5 +229,7 @@ int cmd_tee(int argc, char **argv);
 int cmd_copy(int argc, char **argv);
 int cmd_buffer(int argc, char **argv);
 int cmd_relay(int argc, char **argv);
+int cmd_send(int argc, char **argv);
+int cmd_recv(int argc, char **argv);
 
 #endif /* PAGEPIPE_TOOL_H */
