@@ -48,10 +48,20 @@ wait $rpid; rrc=$?
 cat "$T/in" | "$PP" send --size 64K "$S" 2>"$T/send.err" &
 spid=$!
 sleep 0.3
-got=$("$PP" recv "$S" 2>"$T/recv.err" | cat | sum)
+got=$("$PP" recv "$S" 2>"$T/recv.err" | cat | sum; echo "${PIPESTATUS[0]}")
 wait $spid; src=$?
 [ $src = 0 ] || fail "pipes: send exit $src: $(cat "$T/send.err")"
-[ "$got" = "$want" ] || fail "pipes: wrong bytes: $(cat "$T/recv.err")"
+[ "$got" = "$want
+0" ] || fail "pipes: wrong bytes or recv failed: $got: $(cat "$T/recv.err")"
+
+# 2b. Pagepipe sizes across the range, smallest (one page) to largest.
+for size in 4K 12K 100K 1M; do
+	"$PP" recv "$S" > "$T/out" 2>"$T/recv.err" &
+	rpid=$!
+	"$PP" send -s "$size" -T 10 "$S" < "$T/in" 2>"$T/send.err" || fail "send -s $size: $(cat "$T/send.err")"
+	wait $rpid || fail "recv for -s $size: $(cat "$T/recv.err")"
+	[ "$(sum < "$T/out")" = "$want" ] || fail "send -s $size: wrong bytes"
+done
 
 # 3. An empty stream: end of file at once, nothing written.
 "$PP" recv "$S" > "$T/out" 2>"$T/recv.err" &
@@ -137,6 +147,22 @@ echo keep > "$T/file"
 [ $rc = 1 ] || fail "recv on a regular file: exit $rc"
 [ "$(cat "$T/file")" = keep ] || fail "recv replaced a regular file"
 
+# 7b. send to a path that can never listen fails at once: a regular
+# file, a directory that does not exist.
+"$PP" send "$T/file" < "$T/in" 2>"$T/err"; rc=$?
+[ $rc = 1 ] && grep -q "Socket operation on non-socket" "$T/err" ||
+	fail "send to a regular file: exit $rc: $(cat "$T/err")"
+"$PP" send "$T/nodir/sock" < "$T/in" 2>"$T/err"; rc=$?
+[ $rc = 1 ] && grep -q "No such file or directory" "$T/err" ||
+	fail "send into a missing directory: exit $rc: $(cat "$T/err")"
+
+# 7c. recv with its standard output closed refuses to start (the arena
+# would otherwise take descriptor 1, and the stream would go into it).
+"$PP" recv -T 2 "$S" >&- 2>"$T/err"; rc=$?
+[ $rc = 1 ] && grep -q "standard output: Bad file descriptor" "$T/err" ||
+	fail "recv with stdout closed: exit $rc: $(cat "$T/err")"
+[ -e "$S" ] && fail "recv with stdout closed left a socket"
+
 # 8. SIGTERM while waiting for a sender: the socket goes with it.
 "$PP" recv "$S" > /dev/null &
 rpid=$!
@@ -145,6 +171,18 @@ kill -TERM $rpid
 wait $rpid; rc=$?
 [ $rc = 143 ] || fail "recv SIGTERM: exit $rc, not 143"
 [ -e "$S" ] && fail "recv SIGTERM left its socket"
+# ... but a SIGHUP that came in ignored (nohup) stays ignored, there and
+# during the transfer.
+(trap '' HUP; exec "$PP" recv "$S" > "$T/out" 2>"$T/recv.err") &
+rpid=$!
+until_sock "$S"
+kill -HUP $rpid
+sleep 0.2
+kill -0 $rpid 2>/dev/null || fail "recv with SIGHUP ignored died of it"
+"$PP" send -T 5 "$S" < "$T/in" 2>"$T/send.err" || fail "send after SIGHUP: $(cat "$T/send.err")"
+wait $rpid; rc=$?
+[ $rc = 0 ] || fail "recv with SIGHUP ignored: exit $rc: $(cat "$T/recv.err")"
+[ "$(sum < "$T/out")" = "$want" ] || fail "recv with SIGHUP ignored: wrong bytes"
 
 # 9. A peer that is not a pagepipe sender.
 "$PP" recv "$S" > "$T/out" 2>"$T/err" &

@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -56,7 +57,7 @@ static const char usage_send[] =
 	"the receiver to listen, as a FIFO's writer waits for a reader.\n"
 	"\n"
 	"  -s, --size SIZE    the pagepipe's size, 4K to 1M (default 1M)\n"
-	"  -T, --timeout SEC  give up after SEC seconds without a receiver\n"
+	"  -T, --timeout SEC  give up after SEC seconds without a receiver's answer\n"
 	"      --progress     show bytes and rate on standard error\n"
 	"      --no-progress  do not (the default when stderr is not a terminal)\n"
 	"      --help         display this help and exit\n"
@@ -96,38 +97,74 @@ static int ms_left(const struct timespec *start, uint64_t timeout_ms)
 	if (!timeout_ms)
 		return -1;
 	left = (double)timeout_ms - now_since(start) * 1000;
+	if (left > INT_MAX - 1)
+		return INT_MAX;
 	return left > 0 ? (int)left + 1 : 0;
 }
 
 /* ---------------------------------------------------------------------- */
 
-/* recv's socket path, removed if a signal ends the wait for a sender. */
+/*
+ * recv's socket path, removed if a signal ends the wait for a sender, and
+ * only while it is still the socket bound here (its device and inode):
+ * another receiver may have replaced it as stale.
+ */
 static const char *volatile listen_path;
+static dev_t listen_dev;
+static ino_t listen_ino;
 
+static const int recv_sigs[] = { SIGINT, SIGTERM, SIGHUP };
+static struct sigaction recv_old[3];
+
+static void listen_unlink(void)
+{
+	struct stat st;
+
+	if (listen_path && !lstat(listen_path, &st) && st.st_dev == listen_dev &&
+	    st.st_ino == listen_ino)
+		unlink(listen_path);
+}
+
+/* Async-signal-safe: lstat, unlink, sigaction, raise. */
 static void recv_signal(int sig)
 {
-	if (listen_path)
-		unlink(listen_path);
-	signal(sig, SIG_DFL);
+	listen_unlink();
+	for (size_t i = 0; i < sizeof(recv_sigs) / sizeof(recv_sigs[0]); i++)
+		if (recv_sigs[i] == sig)
+			sigaction(sig, &recv_old[i], NULL);
 	raise(sig);
 }
 
-static void recv_signals(void (*fn)(int))
+/*
+ * Around the wait for a sender: a signal that would end us removes the
+ * socket first.  One that came in ignored (nohup, `cmd &` in a script)
+ * stays ignored.
+ */
+static void recv_signals_catch(void)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	for (size_t i = 0; i < sizeof(recv_sigs) / sizeof(recv_sigs[0]); i++) {
+		struct sigaction sa = { .sa_handler = recv_signal };
 
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		struct sigaction sa = { .sa_handler = fn };
-
+		sigaction(recv_sigs[i], NULL, &recv_old[i]);
+		if (recv_old[i].sa_handler == SIG_IGN)
+			continue;
 		sigemptyset(&sa.sa_mask);
-		sigaction(sigs[i], &sa, NULL);
+		sigaction(recv_sigs[i], &sa, NULL);
 	}
+}
+
+static void recv_signals_restore(void)
+{
+	for (size_t i = 0; i < sizeof(recv_sigs) / sizeof(recv_sigs[0]); i++)
+		sigaction(recv_sigs[i], &recv_old[i], NULL);
 }
 
 /*
  * Bind SOCKET; where a socket is there already and nobody listens at it
  * (a receiver that died), replace it.  Anything else there is an error,
- * as for mkfifo.
+ * as for mkfifo.  Two receivers started at once on one stale socket can
+ * both replace it; the one left waiting at an unlinked name waits in vain
+ * (until its -T), and never removes the other's socket (listen_unlink).
  */
 static int recv_listen(const struct sockaddr_un *a)
 {
@@ -141,7 +178,8 @@ static int recv_listen(const struct sockaddr_un *a)
 	if (errno != EADDRINUSE || lstat(a->sun_path, &st) || !S_ISSOCK(st.st_mode))
 		goto fail;
 	{
-		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		/* Non-blocking: a live receiver's full backlog is EAGAIN, not a wait. */
+		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		int r = probe < 0 ? -1 : connect(probe, (const struct sockaddr *)a, sizeof(*a));
 		int e = errno;
 
@@ -155,6 +193,10 @@ static int recv_listen(const struct sockaddr_un *a)
 	if (unlink(a->sun_path) || bind(s, (const struct sockaddr *)a, sizeof(*a)))
 		goto fail;
 bound:
+	if (!lstat(a->sun_path, &st)) {
+		listen_dev = st.st_dev;
+		listen_ino = st.st_ino;
+	}
 	if (!listen(s, 1))
 		return s;
 	unlink(a->sun_path);
@@ -248,14 +290,21 @@ int cmd_recv(int argc, char **argv)
 		      sizeof(a.sun_path) - 1);
 		return EXIT_USAGE;
 	}
+	/* Closed, it would be the lowest free descriptor: the arena's, once imported. */
+	if (fcntl(STDOUT_FILENO, F_GETFD) < 0) {
+		warn_err(EBADF, "standard output");
+		return EXIT_FAIL;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &start);
+	listen_path = path;
+	recv_signals_catch();
 	ls = recv_listen(&a);
 	if (ls < 0) {
+		recv_signals_restore();
+		listen_path = NULL;
 		warn_err(-ls, path);
 		return EXIT_FAIL;
 	}
-	listen_path = path;
-	recv_signals(recv_signal);
 	/*
 	 * A peer that connects and says nothing (recv_listen's probe of a
 	 * live socket, a port scanner) is not the sender: wait on for one.
@@ -286,23 +335,26 @@ int cmd_recv(int argc, char **argv)
 		s = -1;
 	}
 	/* One sender: the name goes once it is here (or we give up). */
-	recv_signals(SIG_DFL);
-	unlink(path);
+	listen_unlink();
 	listen_path = NULL;
+	recv_signals_restore();
 	close(ls);
 	if (s < 0) {
 		warn_err(-err, err == -ETIMEDOUT ? "no sender connected" : path);
 		return EXIT_FAIL;
 	}
-	if (!err) {
-		r = pp_import(fds, O_CLOEXEC);
-		err = r ? 0 : -errno;
-		close(fds[0]);
-		close(fds[1]);
-	}
 	if (err) {
 		close(s);
-		warn_err(-err, err == -EPROTO ? "not a pagepipe sender" : "cannot import the pagepipe");
+		warn_err(-err, err == -EPROTO ? "not a pagepipe sender" : "the sender's greeting");
+		return EXIT_FAIL;
+	}
+	r = pp_import(fds, O_CLOEXEC);
+	err = r ? 0 : errno;
+	close(fds[0]);
+	close(fds[1]);
+	if (err) {
+		close(s);
+		warn_err(err, "cannot import the pagepipe");
 		return EXIT_FAIL;
 	}
 	/* The sender starts once it knows the pipe was taken. */
@@ -365,6 +417,26 @@ static int send_fds(int s, const int fds[2])
 }
 
 /*
+ * Could a receiver come to listen at path?  Yes while it is a socket or
+ * absent in a directory that exists; a regular file, say, never answers.
+ */
+static bool path_may_listen(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+
+	if (!lstat(path, &st))
+		return S_ISSOCK(st.st_mode);
+	if (errno != ENOENT)
+		return false;
+	if (!slash)
+		return true;
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	return !stat(dir, &st) && S_ISDIR(st.st_mode);
+}
+
+/*
  * Connect to SOCKET, waiting while nobody listens there yet (no such path,
  * or a socket nobody accepts at), as opening a FIFO for writing waits for
  * a reader.
@@ -383,18 +455,32 @@ static int send_connect(const struct sockaddr_un *a, const struct timespec *star
 		close(s);
 		if (e != ENOENT && e != ECONNREFUSED && e != EINTR)
 			return -e;
+		/* Not yet there is worth the wait; never there, or not a socket, is not. */
+		if (e != EINTR && !path_may_listen(a->sun_path))
+			return e == ENOENT ? -ENOENT : -ENOTSOCK;
 		if (!ms_left(start, timeout_ms))
 			return -ETIMEDOUT;
 		usleep(20 * 1000);
 	}
 }
 
-/* The receiver's answer: its byte once it holds the pipe. */
-static int send_wait_ack(int s)
+/* The receiver's answer: its byte once it holds the pipe (within -T). */
+static int send_wait_ack(int s, const struct timespec *start, uint64_t timeout_ms)
 {
 	char c;
 	ssize_t n;
 
+	for (;;) {
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		int r = poll(&p, 1, ms_left(start, timeout_ms));
+
+		if (r > 0)
+			break;
+		if (!r)
+			return -ETIMEDOUT;
+		if (errno != EINTR)
+			return -errno;
+	}
 	do
 		n = read(s, &c, 1);
 	while (n < 0 && errno == EINTR);
@@ -418,7 +504,7 @@ int cmd_send(int argc, char **argv)
 	struct xfer x;
 	int first, s, fds[2], err, status = EXIT_OK;
 	const char *path;
-	bool known;
+	bool known = true;	/* input_size() only clears it */
 
 	first = parse_opts(argc, argv, "s:T:", longopts, usage_send, &o);
 	if (first < 0)
@@ -437,13 +523,23 @@ int cmd_send(int argc, char **argv)
 		      sizeof(a.sun_path) - 1);
 		return EXIT_USAGE;
 	}
+	if (fcntl(STDIN_FILENO, F_GETFD) < 0) {
+		warn_err(EBADF, "standard input");
+		return EXIT_FAIL;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	s = send_connect(&a, &start, o.timeout_ms);
 	if (s < 0) {
 		warn_err(-s, s == -ETIMEDOUT ? "no receiver listening" : path);
 		return EXIT_FAIL;
 	}
-	err = stage_pipe(ends, (size_t)o.size, PP_O_SHARED);
+	/* Every size, 64K and below too: stage_pipe() leaves those at the default. */
+	err = pp_pipe2(ends, PP_O_SHARED | PP_O_NOSIGPIPE) ? -errno : 0;
+	if (!err && pp_pipe_set_size(ends[1], (size_t)o.size) < 0) {
+		err = -errno;
+		pp_close(ends[0]);
+		pp_close(ends[1]);
+	}
 	if (err) {
 		close(s);
 		warn_err(-err, "cannot make a shared pagepipe");
@@ -456,17 +552,21 @@ int cmd_send(int argc, char **argv)
 		close(fds[1]);
 	}
 	if (!err)
-		err = send_wait_ack(s);
+		err = send_wait_ack(s, &start, o.timeout_ms);
 	close(s);
 	/* The receiver holds the read end now (or nobody will). */
 	pp_close(ends[0]);
 	if (err) {
 		pp_close(ends[1]);
-		warn_err(-err, err == -EPROTO ? "the receiver did not take the pagepipe"
-					      : "cannot hand over the pagepipe");
+		warn_err(-err, err == -EPROTO ? "the receiver did not take the pagepipe" :
+			       err == -ETIMEDOUT ? "no answer from the receiver" :
+			       "cannot hand over the pagepipe");
 		return EXIT_FAIL;
 	}
 
+	/* Not over what is typed at a terminal. */
+	if (o.progress == PROGRESS_AUTO && isatty(STDIN_FILENO))
+		o.progress = PROGRESS_OFF;
 	progress_init(&pg, o.progress);
 	pg.total = input_size(STDIN_FILENO, &known);
 	pg.known = known;
