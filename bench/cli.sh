@@ -8,7 +8,8 @@
 #     B=build bash bench/cli.sh
 #
 # Cases: (a) a large file into a pipe, (b) file to file, (c) pipe to pipe
-# and buffering, (d) a TCP relay on 127.0.0.1.  Each command moves the whole
+# and buffering, (e) file to file between two processes that meet at a
+# name (send/recv, a FIFO, socat), (d) a TCP relay on 127.0.0.1.  Each command moves the whole
 # file PP_BENCH_RUNS times (default 3); the table gives the best rate, the
 # median, and "pp / this", the pagepipe rate over the tool's (above 1.00x:
 # pagepipe is faster).  Rates are MB/s (10^6 B/s) of wall time, from
@@ -263,6 +264,34 @@ section c-buf "(c) buffering, 16 MiB: pagepipe cat FILE | <command> | $S"
 measure "| pagepipe buffer --size 16M |" run_cmd "$P | $Q buffer --no-progress --size 16M | $S"
 if have pv; then measure "| pv -q -B 16m |" run_cmd "$P | pv -q -B 16m | $S"; else skip "| pv -q -B 16m |" pv; fi
 if have mbuffer; then measure "| mbuffer -q -m 16M |" run_cmd "$P | mbuffer -q -m 16M | $S"; else skip "| mbuffer -q -m 16M |" mbuffer; fi
+
+# --- (e) two processes, file to file ------------------------------------
+
+# Two commands started apart, as from two shells, meet at a name and move
+# the file: pagepipe send/recv at a Unix socket (a shared pagepipe between
+# them), two cats at a FIFO (the kernel's way), socat at a Unix socket (the
+# tool a user would pick), and one cat alone, the limit: the same read
+# and write with nobody in between.
+SOCK=$(printf %q "$TMP/sock")
+FIFO=$(printf %q "$TMP/fifo")
+mkfifo "$TMP/fifo"
+waitsock="until [ -S $SOCK ]; do sleep 0.01; done"
+section e "(e) two processes, file -> file: a receiver started first, then a sender, meeting at a name"
+CHECK='[ "$(stat -c %s -- "$OUT" 2>/dev/null)" = "$BYTES" ]'
+POST='rm -f -- "$OUT" "$TMP/sock"'
+measure "pagepipe recv S > OUT & pagepipe send S < FILE" run_cmd \
+	"$Q recv $SOCK > $O & $waitsock; $Q send $SOCK < $F; wait \$!"
+measure "cat FIFO > OUT & cat FILE > FIFO" run_cmd "cat $FIFO > $O & cat $F > $FIFO; wait \$!"
+if have socat; then
+	measure "socat UNIX-LISTEN:S > OUT & socat FILE UNIX:S" run_cmd \
+		"socat -u UNIX-LISTEN:$SOCK - > $O & $waitsock; socat -u FILE:$F UNIX-CONNECT:$SOCK; wait \$!"
+else
+	skip "socat UNIX-LISTEN:S > OUT & socat FILE UNIX:S" socat
+fi
+measure "limit: cat FILE > OUT (one process)" run_cmd "cat $F > $O"
+CHECK=
+POST=
+warm
 
 # --- (d) relay -------------------------------------------------------------
 

@@ -102,6 +102,21 @@ static int ms_left(const struct timespec *start, uint64_t timeout_ms)
 	return left > 0 ? (int)left + 1 : 0;
 }
 
+/*
+ * How much one step moves: a quarter of the pipe, so that the sender
+ * fills one part while the receiver writes out another.  A step of the
+ * whole pipe makes the two take turns, each idle while the other copies
+ * (1 GiB file to file on tmpfs: 1.4-2.0 GB/s with 1 MiB steps in a 1 MiB
+ * pipe, against 3.4-4.0 GB/s with quarters; one cat alone, which copies
+ * as often, 3.6-3.9).
+ */
+static size_t share_step(struct pp_file *end)
+{
+	int size = pp_fcntl(end, F_GETPIPE_SZ);
+
+	return size >= 16384 ? (size_t)size / 4 : 4096;
+}
+
 /* ---------------------------------------------------------------------- */
 
 /*
@@ -276,6 +291,8 @@ int cmd_recv(int argc, char **argv)
 	struct progress pg;
 	struct xfer x;
 	int first, ls, s = -1, fds[2], err, status = EXIT_OK;
+	sigset_t block, old_mask;
+	size_t step;
 	const char *path;
 	char ack = ACK;
 
@@ -298,7 +315,16 @@ int cmd_recv(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	listen_path = path;
 	recv_signals_catch();
+	/*
+	 * Held off while the socket is made: one that came between bind()
+	 * and the note of its inode would find the socket not ours to remove.
+	 */
+	sigemptyset(&block);
+	for (size_t i = 0; i < sizeof(recv_sigs) / sizeof(recv_sigs[0]); i++)
+		sigaddset(&block, recv_sigs[i]);
+	sigprocmask(SIG_BLOCK, &block, &old_mask);
 	ls = recv_listen(&a);
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	if (ls < 0) {
 		recv_signals_restore();
 		listen_path = NULL;
@@ -370,8 +396,9 @@ int cmd_recv(int argc, char **argv)
 		o.progress = PROGRESS_OFF;
 	progress_init(&pg, o.progress);
 	xfer_init_ends(&x, -1, r, STDOUT_FILENO, NULL);
+	step = share_step(r);
 	for (;;) {
-		ssize_t n = xfer_step(&x, STAGE_SIZE);
+		ssize_t n = xfer_step(&x, step);
 
 		if (n <= 0) {
 			if (n < 0) {
@@ -504,6 +531,7 @@ int cmd_send(int argc, char **argv)
 	struct xfer x;
 	int first, s, fds[2], err, status = EXIT_OK;
 	const char *path;
+	size_t step;
 	bool known = true;	/* input_size() only clears it */
 
 	first = parse_opts(argc, argv, "s:T:", longopts, usage_send, &o);
@@ -571,8 +599,9 @@ int cmd_send(int argc, char **argv)
 	pg.total = input_size(STDIN_FILENO, &known);
 	pg.known = known;
 	xfer_init_ends(&x, STDIN_FILENO, NULL, -1, ends[1]);
+	step = share_step(ends[1]);
 	for (;;) {
-		ssize_t n = xfer_step(&x, STAGE_SIZE);
+		ssize_t n = xfer_step(&x, step);
 
 		if (n <= 0) {
 			/* EPIPE, the receiver gone, ends us as a FIFO's writer. */
