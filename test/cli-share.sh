@@ -209,6 +209,12 @@ for args in "send" "recv" "send a b" "recv a b" "send --size 2M $S" "send $T/$lo
 	eval "\"\$PP\" $args" < /dev/null > /dev/null 2>"$T/err"; rc=$?
 	[ $rc = 2 ] || fail "pagepipe $args: exit $rc, not 2: $(cat "$T/err")"
 done
+# -s says send's own range, above it and below it.
+for size in 2M 1K 10%; do
+	"$PP" send -s "$size" "$S" < /dev/null 2>"$T/err"; rc=$?
+	[ $rc = 2 ] && grep -q "invalid pagepipe size: '$size' (4K to 1M" "$T/err" ||
+		fail "send -s $size: exit $rc: $(cat "$T/err")"
+done
 "$PP" send --help | grep -q "Usage: pagepipe send" || fail "send --help"
 "$PP" help recv | grep -q "Usage: pagepipe recv" || fail "help recv"
 

@@ -343,9 +343,12 @@ int parse_opts(int argc, char **argv, const char *shortopts,
 			/* cat -u: POSIX's unbuffered output, which every write here is. */
 			break;
 		case 's':
-			if (parse_buffer_size(optarg, &v)) {
-				warnx("invalid buffer size: '%s' (4K to 1T, or 1%% to 90%% of memory)",
-				      optarg);
+			if (parse_buffer_size(optarg, &v) || (o->size_max && v > o->size_max)) {
+				if (o->size_max)
+					warnx("invalid pagepipe size: '%s' (%s)", optarg, o->size_range);
+				else
+					warnx("invalid buffer size: '%s' (4K to 1T, or 1%% to 90%% of memory)",
+					      optarg);
 				try_help();
 				return -1;
 			}

@@ -523,7 +523,8 @@ int cmd_send(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct opts o = { .progress = PROGRESS_AUTO, .size = SHARE_MAX };
+	struct opts o = { .progress = PROGRESS_AUTO, .size = SHARE_MAX, .size_max = SHARE_MAX,
+			  .size_range = "4K to 1M for a shared pagepipe" };
 	struct pp_file *ends[2];
 	struct sockaddr_un a;
 	struct timespec start;
@@ -539,12 +540,6 @@ int cmd_send(int argc, char **argv)
 		return first == -2 ? EXIT_OK : EXIT_USAGE;
 	if (check_operands(argc, argv, first, 1))
 		return EXIT_USAGE;
-	if (o.size > SHARE_MAX) {
-		warnx("invalid pagepipe size: '%llu' (4K to 1M for a shared pagepipe)",
-		      (unsigned long long)o.size);
-		try_help();
-		return EXIT_USAGE;
-	}
 	path = argv[first];
 	if (socket_address(path, &a)) {
 		warnx("%s: socket path empty or too long (at most %zu bytes)", path,

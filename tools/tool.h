@@ -212,6 +212,8 @@ struct opts {
 	bool ignore_interrupts;		/* tee -i */
 	int output_error;		/* enum output_error */
 	uint64_t size;
+	uint64_t size_max;		/* -s: the largest a command takes; 0: BUFFER_MAX */
+	const char *size_range;		/* -s: said when refused, with size_max */
 	uint64_t timeout_ms;		/* relay -T; 0: none */
 	unsigned long max_conns;	/* relay --max-conns; 0: no limit */
 	unsigned int threads;		/* relay -j; 0: the default */
