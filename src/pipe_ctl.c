@@ -245,8 +245,8 @@ PP_EXPORT ssize_t pp_pipe_set_size(struct pp_file *f, size_t bytes)
 		r = pp__pipe_set_size(f->pipe, bytes);
 	else if (bytes > PP_MAX_SIZE)
 		r = -EPERM;	/* past the arena's slots, as set_size() answers */
-	else if ((r = pp__shared_fcntl(f, F_SETPIPE_SZ, bytes)) >= 0)
-		r = pp__shared_fcntl(f, F_GETPIPE_SZ, 0);
+	else
+		r = pp__shared_fcntl(f, F_SETPIPE_SZ, bytes);	/* the new size, as Linux */
 	pp__file_put(f);
 	return pp__ret(r);
 }

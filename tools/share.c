@@ -79,14 +79,18 @@ static const char usage_recv[] =
 /* The largest shared pagepipe: the slots its arena is made with. */
 #define SHARE_MAX	(1u << 20)
 
-static int socket_address(const char *path, struct sockaddr_un *a)
+/* SOCKET as an address; false (said) when it cannot be one. */
+static bool socket_address(const char *path, struct sockaddr_un *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->sun_family = AF_UNIX;
-	if (!*path || strlen(path) >= sizeof(a->sun_path))
-		return -ENAMETOOLONG;
+	if (!*path || strlen(path) >= sizeof(a->sun_path)) {
+		warnx("%s: socket path empty or too long (at most %zu bytes)", path,
+		      sizeof(a->sun_path) - 1);
+		return false;
+	}
 	strcpy(a->sun_path, path);
-	return 0;
+	return true;
 }
 
 /* Milliseconds left before the deadline; -1: none set. */
@@ -115,6 +119,34 @@ static size_t share_step(struct pp_file *end)
 	int size = pp_fcntl(end, F_GETPIPE_SZ);
 
 	return size >= 16384 ? (size_t)size / 4 : 4096;
+}
+
+/*
+ * Either side's copy, through `end` (the pagepipe side of x), to the end
+ * of the input: an exit status.  EPIPE on the output ends the command in
+ * report_xfer, as it ends cat (the sender's, when the receiver is gone).
+ */
+static int share_copy(struct xfer *x, struct pp_file *end, struct progress *pg,
+		      const char *in_name, const char *out_name)
+{
+	size_t step = share_step(end);
+	int status = EXIT_OK;
+
+	for (;;) {
+		ssize_t n = xfer_step(x, step);
+
+		if (n < 0) {
+			report_xfer(x, (int)-n, in_name, out_name);
+			status = EXIT_FAIL;
+		}
+		if (n <= 0)
+			break;
+		progress_add(pg, (uint64_t)n);
+		progress_tick(pg, false);
+	}
+	progress_tick(pg, true);
+	xfer_destroy(x);
+	return status;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -241,7 +273,7 @@ static int recv_fds(int s, int fds[2])
 			    .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b) };
 	/* A peer that connects and stays silent is not kept waiting on. */
 	struct timeval tv = { .tv_sec = GREETING_TIMEOUT_S };
-	int got = 0, err = 0;
+	int got = 0;
 	ssize_t n;
 
 	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -269,13 +301,12 @@ static int recv_fds(int s, int fds[2])
 			got++;
 		}
 	}
-	if ((size_t)n != sizeof(hello) || memcmp(buf, hello, sizeof(hello)) ||
-	    (m.msg_flags & MSG_CTRUNC) || got != 2)
-		err = -EPROTO;
-	if (err)
-		for (int i = 0; i < got && i < 2; i++)
-			close(fds[i]);
-	return err;
+	if ((size_t)n == sizeof(hello) && !memcmp(buf, hello, sizeof(hello)) &&
+	    !(m.msg_flags & MSG_CTRUNC) && got == 2)
+		return 0;
+	for (int i = 0; i < got && i < 2; i++)
+		close(fds[i]);
+	return -EPROTO;
 }
 
 int cmd_recv(int argc, char **argv)
@@ -290,9 +321,8 @@ int cmd_recv(int argc, char **argv)
 	struct timespec start;
 	struct progress pg;
 	struct xfer x;
-	int first, ls, s = -1, fds[2], err, status = EXIT_OK;
+	int first, ls, s = -1, fds[2], err, status;
 	sigset_t block, old_mask;
-	size_t step;
 	const char *path;
 	char ack = ACK;
 
@@ -302,11 +332,8 @@ int cmd_recv(int argc, char **argv)
 	if (check_operands(argc, argv, first, 1))
 		return EXIT_USAGE;
 	path = argv[first];
-	if (socket_address(path, &a)) {
-		warnx("%s: socket path empty or too long (at most %zu bytes)", path,
-		      sizeof(a.sun_path) - 1);
+	if (!socket_address(path, &a))
 		return EXIT_USAGE;
-	}
 	/* Closed, it would be the lowest free descriptor: the arena's, once imported. */
 	if (fcntl(STDOUT_FILENO, F_GETFD) < 0) {
 		warn_err(EBADF, "standard output");
@@ -396,22 +423,7 @@ int cmd_recv(int argc, char **argv)
 		o.progress = PROGRESS_OFF;
 	progress_init(&pg, o.progress);
 	xfer_init_ends(&x, -1, r, STDOUT_FILENO, NULL);
-	step = share_step(r);
-	for (;;) {
-		ssize_t n = xfer_step(&x, step);
-
-		if (n <= 0) {
-			if (n < 0) {
-				report_xfer(&x, (int)-n, "the pagepipe", "standard output");
-				status = EXIT_FAIL;
-			}
-			break;
-		}
-		progress_add(&pg, (uint64_t)n);
-		progress_tick(&pg, false);
-	}
-	progress_tick(&pg, true);
-	xfer_destroy(&x);
+	status = share_copy(&x, r, &pg, "the pagepipe", "standard output");
 	pp_close(r);
 	return status;
 }
@@ -530,9 +542,8 @@ int cmd_send(int argc, char **argv)
 	struct timespec start;
 	struct progress pg;
 	struct xfer x;
-	int first, s, fds[2], err, status = EXIT_OK;
+	int first, s, fds[2], err, status;
 	const char *path;
-	size_t step;
 	bool known = true;	/* input_size() only clears it */
 
 	first = parse_opts(argc, argv, "s:T:", longopts, usage_send, &o);
@@ -541,11 +552,8 @@ int cmd_send(int argc, char **argv)
 	if (check_operands(argc, argv, first, 1))
 		return EXIT_USAGE;
 	path = argv[first];
-	if (socket_address(path, &a)) {
-		warnx("%s: socket path empty or too long (at most %zu bytes)", path,
-		      sizeof(a.sun_path) - 1);
+	if (!socket_address(path, &a))
 		return EXIT_USAGE;
-	}
 	if (fcntl(STDIN_FILENO, F_GETFD) < 0) {
 		warn_err(EBADF, "standard input");
 		return EXIT_FAIL;
@@ -594,23 +602,7 @@ int cmd_send(int argc, char **argv)
 	pg.total = input_size(STDIN_FILENO, &known);
 	pg.known = known;
 	xfer_init_ends(&x, STDIN_FILENO, NULL, -1, ends[1]);
-	step = share_step(ends[1]);
-	for (;;) {
-		ssize_t n = xfer_step(&x, step);
-
-		if (n <= 0) {
-			/* EPIPE, the receiver gone, ends us as a FIFO's writer. */
-			if (n < 0) {
-				report_xfer(&x, (int)-n, "standard input", "the pagepipe");
-				status = EXIT_FAIL;
-			}
-			break;
-		}
-		progress_add(&pg, (uint64_t)n);
-		progress_tick(&pg, false);
-	}
-	progress_tick(&pg, true);
-	xfer_destroy(&x);
+	status = share_copy(&x, ends[1], &pg, "standard input", "the pagepipe");
 	/* The receiver sees end of file once it has drained what is queued. */
 	pp_close(ends[1]);
 	return status;
