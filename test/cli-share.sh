@@ -29,14 +29,19 @@ until_sock() {
 	return 1
 }
 S="$T/sock"
+# recv_bg OUT ERR: a receiver at $S in the background (its pid in rpid),
+# listening by the time this returns.
+recv_bg() {
+	"$PP" recv "$S" > "$1" 2>"$2" &
+	rpid=$!
+	until_sock "$S" || fail "recv made no socket at $S"
+}
 
 head -c 20000000 /dev/urandom > "$T/in"
 want=$(sum < "$T/in")
 
 # 1. File to file, the receiver first.
-"$PP" recv "$S" > "$T/out" 2>"$T/recv.err" &
-rpid=$!
-until_sock "$S" || fail "recv made no socket at $S"
+recv_bg "$T/out" "$T/recv.err"
 "$PP" send "$S" < "$T/in" 2>"$T/send.err"; src=$?
 wait $rpid; rrc=$?
 [ $src = 0 ] && [ $rrc = 0 ] || fail "file to file: send $src recv $rrc: $(cat "$T/send.err" "$T/recv.err")"
@@ -64,9 +69,7 @@ for size in 4K 12K 100K 1M; do
 done
 
 # 3. An empty stream: end of file at once, nothing written.
-"$PP" recv "$S" > "$T/out" 2>"$T/recv.err" &
-rpid=$!
-until_sock "$S"
+recv_bg "$T/out" "$T/recv.err"
 "$PP" send "$S" < /dev/null || fail "empty: send failed"
 wait $rpid || fail "empty: recv failed: $(cat "$T/recv.err")"
 [ -s "$T/out" ] && fail "empty: recv wrote $(stat -c %s "$T/out") bytes"
@@ -91,9 +94,7 @@ grep -q "Broken pipe" "$T/send.err" || fail "reader gone, SIGPIPE ignored: said 
 # 5. The sender killed mid-stream: the receiver gets a prefix and ends
 # with status 0 (end of file, as from a FIFO whose writer died).
 mkfifo "$T/feed"
-"$PP" recv "$S" > "$T/out" 2>"$T/recv.err" &
-rpid=$!
-until_sock "$S"
+recv_bg "$T/out" "$T/recv.err"
 "$PP" send "$S" < "$T/feed" 2>/dev/null &
 spid=$!
 exec 3> "$T/feed"
@@ -120,6 +121,17 @@ cmp -s "$T/out" <(head -c "$n" "$T/in") || fail "sender killed: the prefix diffe
 "$PP" send -T 0.3 "$S" < "$T/in" 2>"$T/err"; rc=$?
 [ $rc = 1 ] && grep -q "no receiver listening" "$T/err" ||
 	fail "send -T: exit $rc: $(cat "$T/err")"
+# ... and the receiver's answer: a listener that takes the greeting and
+# never answers (socat) leaves send waiting on the answer until -T.
+socat -u "UNIX-LISTEN:$S" OPEN:/dev/null 2>/dev/null &
+lpid=$!
+until_sock "$S"
+"$PP" send -T 0.5 "$S" < "$T/in" 2>"$T/err"; rc=$?
+[ $rc = 1 ] && grep -q "no answer from the receiver" "$T/err" ||
+	fail "send -T, a silent listener: exit $rc: $(cat "$T/err")"
+kill $lpid 2>/dev/null
+wait $lpid 2>/dev/null
+rm -f "$S"
 "$PP" recv -T 0.3 "$S" > /dev/null 2>"$T/err"; rc=$?
 [ $rc = 1 ] && grep -q "no sender connected" "$T/err" ||
 	fail "recv -T: exit $rc: $(cat "$T/err")"
@@ -127,9 +139,7 @@ cmp -s "$T/out" <(head -c "$n" "$T/in") || fail "sender killed: the prefix diffe
 
 # 7. A stale socket (a receiver killed while it waited) is replaced; a
 # live one is not; a path that is not a socket is not touched.
-"$PP" recv "$S" > /dev/null &
-rpid=$!
-until_sock "$S"
+recv_bg /dev/null /dev/stderr
 "$PP" recv -T 1 "$S" > /dev/null 2>"$T/err"; rc=$?
 [ $rc = 1 ] && grep -q "Address already in use" "$T/err" ||
 	fail "second receiver on a live socket: exit $rc: $(cat "$T/err")"
@@ -164,9 +174,7 @@ echo keep > "$T/file"
 [ -e "$S" ] && fail "recv with stdout closed left a socket"
 
 # 8. SIGTERM while waiting for a sender: the socket goes with it.
-"$PP" recv "$S" > /dev/null &
-rpid=$!
-until_sock "$S"
+recv_bg /dev/null /dev/stderr
 kill -TERM $rpid
 wait $rpid; rc=$?
 [ $rc = 143 ] || fail "recv SIGTERM: exit $rc, not 143"
@@ -185,9 +193,7 @@ wait $rpid; rc=$?
 [ "$(sum < "$T/out")" = "$want" ] || fail "recv with SIGHUP ignored: wrong bytes"
 
 # 9. A peer that is not a pagepipe sender.
-"$PP" recv "$S" > "$T/out" 2>"$T/err" &
-rpid=$!
-until_sock "$S"
+recv_bg "$T/out" "$T/err"
 echo "hello there, not a pipe" | socat - "UNIX-CONNECT:$S" > /dev/null 2>&1
 wait $rpid; rc=$?
 [ $rc = 1 ] && grep -q "not a pagepipe sender" "$T/err" ||
@@ -195,9 +201,7 @@ wait $rpid; rc=$?
 [ -s "$T/out" ] && fail "foreign peer: recv wrote bytes"
 # ... and one that connects and says nothing is not the sender: the
 # receiver waits on for the real one.
-"$PP" recv "$S" > "$T/out" 2>"$T/err" &
-rpid=$!
-until_sock "$S"
+recv_bg "$T/out" "$T/err"
 socat -u /dev/null "UNIX-CONNECT:$S" 2>/dev/null
 "$PP" send -T 5 "$S" < "$T/in" 2>"$T/send.err" || fail "after a silent peer: send failed: $(cat "$T/send.err")"
 wait $rpid || fail "after a silent peer: recv failed: $(cat "$T/err")"
