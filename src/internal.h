@@ -94,6 +94,7 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 			bool nonblock, bool packets, uint32_t *flags);
 #define PP__LENT_WHOLE	0x80000000u	/* lend flags: the iovec holds all that is left of its slot */
 void    pp__shared_consume(struct pp_file *f, size_t n);
+unsigned int pp__shared_room(struct pp_file *f);
 int     pp__shared_reserve(struct pp_file *f, unsigned int want, bool nonblock, void **pages,
 			   uint32_t *idx);
 ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, const size_t *lens,

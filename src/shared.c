@@ -2022,6 +2022,22 @@ void pp__shared_consume(struct pp_file *f, size_t n)
 		wake(&c->wr_wait, &c->wr_sleepers);
 }
 
+/* Free slots at a glance, with no lock: a bound for what to produce, not a promise. */
+unsigned int pp__shared_room(struct pp_file *f)
+{
+	struct sh_pipe *sp = end_of(f)->sp;
+	struct sh_ctrl *c = ctrl(sp);
+	uint32_t tail = __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE);
+	uint32_t head = __atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
+	uint32_t max = __atomic_load_n(&c->max_usage, __ATOMIC_RELAXED), used;
+
+	/* Nonsense is for the reservation to find, under the lock. */
+	if (head - tail > SH_SLOTS + 1 || !max || max > SH_SLOTS)
+		return 0;
+	used = ring_used(sp, head, tail);
+	return used < max ? max - used : 0;
+}
+
 /*
  * Reserve up to want free slots, a fresh arena page each: their addresses
  * in pages[], their indices in idx[].  Waits for one free slot as a write

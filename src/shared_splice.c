@@ -111,24 +111,21 @@ static ssize_t rw_nowait(int fd, const struct iovec *iov, int n, bool write)
 
 /*
  * A pp_file_new() endpoint makes buffers (->splice_read); their bytes are
- * copied into the reserved pages, one buffer to a page, and the buffers
- * let go.
+ * copied into arena pages, one buffer to a page, and the buffers let go.
+ * Returns the bytes copied (lens[i] each) or -errno; bufs are released
+ * either way.
  */
-static ssize_t fill_from_endpoint(struct pp_file *in, off_t *ppos, void **pages,
-				  unsigned int n, size_t len, unsigned int flags, size_t *lens)
+static ssize_t copy_endpoint_bufs(struct pp_buf *bufs, unsigned int n, void **pages,
+				  size_t *lens)
 {
-	struct pp_buf bufs[SH_BATCH];
-	ssize_t r = in->ops->splice_read(in, ppos, bufs, n, len, flags), done = 0;
-	unsigned int made = 0;
+	ssize_t done = 0;
 	int err = 0;
 
-	if (r <= 0)
-		return r;
-	for (ssize_t sum = 0; made < n && sum < r; made++)
-		sum += bufs[made].len;
-	for (unsigned int i = 0; i < made; i++) {
+	for (unsigned int i = 0; i < n; i++) {
 		char *addr = NULL;
 
+		if (!err && bufs[i].len > pp__page_size)
+			err = -EIO;	/* the contract: a buffer is at most a page */
 		if (!err)
 			err = pp__buf_confirm(NULL, &bufs[i]);
 		if (!err && !(addr = pp__buf_map(NULL, &bufs[i])))
@@ -142,6 +139,85 @@ static ssize_t fill_from_endpoint(struct pp_file *in, off_t *ppos, void **pages,
 		pp__buf_release(NULL, &bufs[i]);
 	}
 	return done ? done : err;
+}
+
+/* How many of bufs hold the r bytes an endpoint produced. */
+static unsigned int endpoint_bufs_used(const struct pp_buf *bufs, unsigned int n, ssize_t r)
+{
+	unsigned int made = 0;
+
+	for (ssize_t sum = 0; made < n && sum < r; made++)
+		sum += bufs[made].len;
+	return made;
+}
+
+/*
+ * Non-blocking: read the endpoint under the reservation, which bounds it
+ * to the room there is; the endpoint must not wait (pp_file_ops).
+ */
+static ssize_t fill_from_endpoint(struct pp_file *in, off_t *ppos, void **pages,
+				  unsigned int n, size_t len, unsigned int flags, size_t *lens)
+{
+	struct pp_buf bufs[SH_BATCH];
+	ssize_t r = in->ops->splice_read(in, ppos, bufs, n, len, flags);
+
+	if (r <= 0)
+		return r;
+	return copy_endpoint_bufs(bufs, endpoint_bufs_used(bufs, n, r), pages, lens);
+}
+
+/*
+ * Blocking: as splice_to_pipe() for a pagepipe, the endpoint is read with
+ * no lock held (pp_file_ops's contract: it may wait for its source, and
+ * no writer of the pipe may wait behind it), after waiting for room and
+ * into at most as many buffers as there were free slots; its buffers are
+ * then copied in, reserving again (which waits for room, as a blocking
+ * splice may) until all are in.  Holding wr_lock across the read, as
+ * before, kept every writer waiting on the endpoint, and one that took
+ * longer than LOCK_STUCK_WAITS was taken for a scribble: EIO for every
+ * process (test/shared-splice test_endpoint_blocks).
+ */
+static ssize_t splice_endpoint_in(struct pp_file *in, off_t *ppos, struct pp_file *out,
+				  size_t len, unsigned int flags)
+{
+	struct pp_buf bufs[SH_BATCH];
+	unsigned int room, made, i = 0;
+	ssize_t r, ret = 0;
+	int err = 0;
+
+	/* Nothing is taken from the source for a pipe nobody reads. */
+	if (!pp__shared_wait(out))
+		return pp__pipe_epipe(out);
+	room = min_t(unsigned int, SH_BATCH, pp__shared_room(out));
+	if (!room)
+		room = 1;	/* another writer took it meanwhile: the reservation waits */
+	len = min_t(size_t, len, (size_t)room << pp__page_shift);
+	r = in->ops->splice_read(in, ppos, bufs, room, len, flags);
+	if (r <= 0)
+		return r;
+	made = endpoint_bufs_used(bufs, room, r);
+	while (i < made) {
+		void *pages[SH_BATCH];
+		uint32_t idx[SH_BATCH];
+		size_t lens[SH_BATCH] = { 0 };
+		int n = pp__shared_reserve(out, made - i, false, pages, idx);
+		ssize_t c;
+
+		if (n < 0) {
+			err = n;
+			break;
+		}
+		c = copy_endpoint_bufs(bufs + i, (unsigned int)n, pages, lens);
+		i += (unsigned int)n;
+		ret += pp__shared_commit(out, idx, (unsigned int)n, lens, NULL);
+		if (c < 0) {
+			err = (int)c;
+			break;
+		}
+	}
+	for (; i < made; i++)
+		pp__buf_release(NULL, &bufs[i]);
+	return ret ? ret : err;
 }
 
 /* Read from an OS descriptor into the reserved pages, chunk i into page i. */
@@ -217,6 +293,8 @@ ssize_t pp__shared_splice_in(struct pp_file *in, off_t *ppos, struct pp_file *ou
 	int n;
 
 	len = min_t(size_t, len, PP_MAX_RW);
+	if (in->fd < 0 && !nonblock)
+		return splice_endpoint_in(in, ppos, out, len, flags);
 	want = (unsigned int)min_t(size_t, SH_BATCH, len / pp__page_size + 2);
 	for (;;) {
 		size_t lens[SH_BATCH] = { 0 };

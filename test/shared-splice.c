@@ -45,6 +45,10 @@
  *    (or the bytes before it), as the kernel's, never a fault in the copy;
  *  - splice_wait_holds_no_lock: a splice from an empty kernel pipe into a
  *    shared pipe waits with no lock held: a write to that pipe goes on;
+ *  - endpoint_read_holds_no_lock: so does a splice from a pp_file_new()
+ *    endpoint whose splice_read waits for its source, past the 2 s after
+ *    which a held lock counts as a scribble (pp_file_ops: a blocking
+ *    splice calls splice_read with no pipe lock held);
  *  - read_lend_across_fork (pagepipe only): pp_read_lend/pp_read_done on
  *    bytes written and spliced from a file by a peer: the bytes lent are
  *    those written, a partial done leaves the rest, a write during a loan
@@ -64,6 +68,7 @@
 #include <stdint.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1064,6 +1069,87 @@ static int splice_wait_holds_no_lock(void)
 }
 
 /*
+ * An endpoint (pp_file_new) whose splice_read waits for its source, here a
+ * kernel pipe the test opens when it is done: pp_file_ops promises that a
+ * blocking splice calls it with no pipe lock held.  A write to the shared
+ * pipe from another thread must go through while it waits; holding the
+ * writers' lock there made that write wait, and after 2 s take the live
+ * holder for a scribble: EIO, the arena poisoned for every process.
+ */
+static int gate[2];
+static atomic_int gate_waiting;
+
+static ssize_t gated_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bufs,
+				 unsigned int nr_bufs, size_t len, unsigned int flags)
+{
+	void *page;
+	char c;
+
+	(void)in;
+	(void)pos;
+	(void)flags;
+	if (!nr_bufs || len < 3)
+		return -EINVAL;
+	atomic_store(&gate_waiting, 1);
+	if (read(gate[0], &c, 1) != 1)
+		return -EIO;
+	atomic_store(&gate_waiting, 0);
+	page = pp_page_alloc();
+	if (!page)
+		return -ENOMEM;
+	memcpy(page, "abc", 3);
+	bufs[0] = (struct pp_buf){ .page = page, .len = 3, .ops = &pp_anon_buf_ops };
+	return 3;
+}
+
+static const struct pp_file_ops gated_ops = {
+	.splice_read = gated_splice_read,
+	.name = "gated",
+};
+
+static void *gated_splicer(void *arg)
+{
+	struct pp_file *ep = pp_file_new(&gated_ops, O_RDONLY, NULL);
+	ssize_t r;
+
+	if (!ep)
+		return (void *)(intptr_t)-ENOMEM;
+	r = pp_splice(ep, NULL, arg, NULL, 4096, 0);
+	pp_close(ep);
+	return (void *)(intptr_t)(r < 0 ? -errno : r);
+}
+
+static int endpoint_read_holds_no_lock(void)
+{
+	struct pp_file *p[2];
+	pthread_t th;
+	void *rv;
+	char b[16];
+
+	ASSERT_EQ(pipe(gate), 0);
+	ASSERT_EQ(pp_pipe2(p, PP_O_SHARED), 0);
+	ASSERT_EQ(pthread_create(&th, NULL, gated_splicer, p[1]), 0);
+	t_watchdog(20, "a write beside an endpoint's waiting splice_read");
+	while (!atomic_load(&gate_waiting))
+		t_sleep_ms(1);
+	/* Past LOCK_STUCK_WAITS (2 s): long enough for the old way to poison. */
+	t_sleep_ms(2500);
+	ASSERT_EQ(pp_write(p[1], "x", 1), 1);
+	ASSERT_EQ(atomic_load(&gate_waiting), 1);	/* it went by while the endpoint waited */
+	ASSERT_EQ(write(gate[1], "g", 1), 1);
+	t_join(th, &rv, 10);
+	t_watchdog(0, NULL);
+	ASSERT_EQ((long)(intptr_t)rv, 3);
+	ASSERT_EQ(pp_read(p[0], b, sizeof(b)), 4);
+	ASSERT_MEM_EQ(b, "xabc", 4);
+	pp_close(p[0]);
+	pp_close(p[1]);
+	close(gate[0]);
+	close(gate[1]);
+	return 0;
+}
+
+/*
  * vmsplice of memory that is not mapped, into a shared pipe, against the
  * kernel: EFAULT for none of it, the bytes before it for a part (the
  * copy into the arena must not fault on it).
@@ -1108,6 +1194,7 @@ int main(void)
 		T_SUBTEST(slots_after_splice),
 		T_SUBTEST(read_lend_across_fork),
 		T_SUBTEST(splice_wait_holds_no_lock),
+		T_SUBTEST(endpoint_read_holds_no_lock),
 		T_SUBTEST(vmsplice_unmapped),
 	};
 	const char *v = getenv("SHARED_SPLICE_VERBOSE");
