@@ -206,6 +206,18 @@ socat -u /dev/null "UNIX-CONNECT:$S" 2>/dev/null
 "$PP" send -T 5 "$S" < "$T/in" 2>"$T/send.err" || fail "after a silent peer: send failed: $(cat "$T/send.err")"
 wait $rpid || fail "after a silent peer: recv failed: $(cat "$T/err")"
 [ "$(sum < "$T/out")" = "$want" ] || fail "after a silent peer: wrong bytes"
+# ... but -T still holds: a peer that connects and stays silent cannot
+# keep the receiver past it (it used to wait out the peer's 5 s of grace).
+timeout 4 "$PP" recv -T 1 "$S" > /dev/null 2>"$T/err" &
+rpid=$!
+until_sock "$S" || fail "recv -T 1 made no socket"
+socat -u EXEC:"sleep 30" "UNIX-CONNECT:$S" 2>/dev/null &
+speer=$!
+wait $rpid; rc=$?
+kill $speer 2>/dev/null
+wait $speer 2>/dev/null
+[ $rc = 1 ] && grep -q "no sender connected" "$T/err" ||
+	fail "recv -T 1 with a silent peer: exit $rc (124: still waiting after 4 s): $(cat "$T/err")"
 
 # 10. Usage errors: status 2.
 long=$(printf 'x%.0s' $(seq 1 120))

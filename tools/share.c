@@ -259,9 +259,9 @@ fail: {
  * The sender's greeting and its two descriptors.  Anything else (another
  * program at the socket, a descriptor count that is not two) is EPROTO;
  * descriptors that came with it are closed.  ECONNRESET: the peer closed
- * without a word; EAGAIN: it said nothing for GREETING_TIMEOUT_S.
+ * without a word; EAGAIN: it said nothing for ms milliseconds.
  */
-static int recv_fds(int s, int fds[2])
+static int recv_fds(int s, int fds[2], int ms)
 {
 	char buf[sizeof(hello)];
 	struct iovec iov = { buf, sizeof(buf) };
@@ -272,7 +272,7 @@ static int recv_fds(int s, int fds[2])
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
 			    .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b) };
 	/* A peer that connects and stays silent is not kept waiting on. */
-	struct timeval tv = { .tv_sec = GREETING_TIMEOUT_S };
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
 	int got = 0;
 	ssize_t n;
 
@@ -366,7 +366,7 @@ int cmd_recv(int argc, char **argv)
 	 */
 	for (;;) {
 		struct pollfd p = { .fd = ls, .events = POLLIN };
-		int n = poll(&p, 1, ms_left(&start, o.timeout_ms));
+		int n = poll(&p, 1, ms_left(&start, o.timeout_ms)), left;
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -381,7 +381,11 @@ int cmd_recv(int argc, char **argv)
 			err = -errno;
 			break;
 		}
-		err = recv_fds(s, fds);
+		/* Up to GREETING_TIMEOUT_S for its greeting, and never past -T. */
+		left = ms_left(&start, o.timeout_ms);
+		if (left < 0 || left > GREETING_TIMEOUT_S * 1000)
+			left = GREETING_TIMEOUT_S * 1000;
+		err = recv_fds(s, fds, left ? left : 1);
 		if (err != -ECONNRESET && err != -EAGAIN)
 			break;
 		close(s);
