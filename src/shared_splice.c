@@ -113,10 +113,11 @@ static ssize_t rw_nowait(int fd, const struct iovec *iov, int n, bool write)
  * A pp_file_new() endpoint makes buffers (->splice_read); their bytes are
  * copied into arena pages, one buffer to a page, and the buffers let go.
  * Returns the bytes copied (lens[i] each) or -errno; bufs are released
- * either way.
+ * either way.  *stopped: a buffer failed, and none after it was copied
+ * (the bytes that follow a failure must not follow the bytes before it).
  */
 static ssize_t copy_endpoint_bufs(struct pp_buf *bufs, unsigned int n, void **pages,
-				  size_t *lens)
+				  size_t *lens, bool *stopped)
 {
 	ssize_t done = 0;
 	int err = 0;
@@ -138,6 +139,7 @@ static ssize_t copy_endpoint_bufs(struct pp_buf *bufs, unsigned int n, void **pa
 		}
 		pp__buf_release(NULL, &bufs[i]);
 	}
+	*stopped = err;
 	return done ? done : err;
 }
 
@@ -160,10 +162,11 @@ static ssize_t fill_from_endpoint(struct pp_file *in, off_t *ppos, void **pages,
 {
 	struct pp_buf bufs[SH_BATCH];
 	ssize_t r = in->ops->splice_read(in, ppos, bufs, n, len, flags);
+	bool stopped;
 
 	if (r <= 0)
 		return r;
-	return copy_endpoint_bufs(bufs, endpoint_bufs_used(bufs, n, r), pages, lens);
+	return copy_endpoint_bufs(bufs, endpoint_bufs_used(bufs, n, r), pages, lens, &stopped);
 }
 
 /*
@@ -201,17 +204,19 @@ static ssize_t splice_endpoint_in(struct pp_file *in, off_t *ppos, struct pp_fil
 		uint32_t idx[SH_BATCH];
 		size_t lens[SH_BATCH] = { 0 };
 		int n = pp__shared_reserve(out, made - i, false, pages, idx);
+		bool stopped;
 		ssize_t c;
 
 		if (n < 0) {
 			err = n;
 			break;
 		}
-		c = copy_endpoint_bufs(bufs + i, (unsigned int)n, pages, lens);
+		c = copy_endpoint_bufs(bufs + i, (unsigned int)n, pages, lens, &stopped);
 		i += (unsigned int)n;
 		ret += pp__shared_commit(out, idx, (unsigned int)n, lens, NULL);
-		if (c < 0) {
-			err = (int)c;
+		if (stopped) {
+			if (c < 0)
+				err = (int)c;
 			break;
 		}
 	}
