@@ -49,6 +49,9 @@
  *    endpoint whose splice_read waits for its source, past the 2 s after
  *    which a held lock counts as a scribble (pp_file_ops: a blocking
  *    splice calls splice_read with no pipe lock held);
+ *  - endpoint_failure_stops_splice: such a splice that needs two
+ *    reservations stops at a buffer that fails confirm in the second: the
+ *    bytes after it never follow the bytes before it;
  *  - read_lend_across_fork (pagepipe only): pp_read_lend/pp_read_done on
  *    bytes written and spliced from a file by a peer: the bytes lent are
  *    those written, a partial done leaves the rest, a write during a loan
@@ -1150,6 +1153,116 @@ static int endpoint_read_holds_no_lock(void)
 }
 
 /*
+ * The same kind of endpoint, taking more than one reservation to place
+ * what it produced, with a buffer that fails in the middle: the bytes
+ * after the failure must not follow the bytes before it.  A pipe of four
+ * slots, empty when the splice counts its room; the endpoint (called with
+ * no lock) first writes three pages into that pipe itself, then returns
+ * four 100-byte buffers A, B, C, D, with C failing its confirm (EIO).  One
+ * slot is left: A goes in.  Once the pipe holds W W W A, we read two
+ * pages, so the next reservation gets two slots: B, and C, which fails.
+ * The splice must stop there (200 bytes); going on would queue D after B.
+ */
+static struct pp_file *self_out;
+
+static int failing_confirm(struct pp_pipe *pipe, struct pp_buf *buf)
+{
+	(void)pipe;
+	(void)buf;
+	return -EIO;
+}
+
+/* An anonymous page whose confirm fails: set up by the test. */
+static struct pp_buf_ops failing_anon;
+
+static ssize_t self_filling_splice_read(struct pp_file *in, off_t *pos, struct pp_buf *bufs,
+					unsigned int nr_bufs, size_t len, unsigned int flags)
+{
+	static char page[4096];
+
+	(void)in;
+	(void)pos;
+	(void)flags;
+	if (nr_bufs < 4 || len < 400)
+		return -EINVAL;
+	for (int i = 0; i < 3; i++) {
+		memset(page, 'W', sizeof(page));
+		if (pp_write(self_out, page, sizeof(page)) != (ssize_t)sizeof(page))
+			return -EIO;
+	}
+	for (int i = 0; i < 4; i++) {
+		void *pg = pp_page_alloc();
+
+		if (!pg)
+			return -ENOMEM;
+		memset(pg, 'A' + i, 100);
+		bufs[i] = (struct pp_buf){ .page = pg, .len = 100,
+					   .ops = i == 2 ? &failing_anon : &pp_anon_buf_ops };
+	}
+	return 400;
+}
+
+static const struct pp_file_ops self_filling_ops = {
+	.splice_read = self_filling_splice_read,
+	.name = "self-filling",
+};
+
+static void *self_filling_splicer(void *arg)
+{
+	struct pp_file *ep = pp_file_new(&self_filling_ops, O_RDONLY, NULL);
+	ssize_t r;
+
+	if (!ep)
+		return (void *)(intptr_t)-ENOMEM;
+	r = pp_splice(ep, NULL, arg, NULL, 4 * 4096, 0);
+	pp_close(ep);
+	return (void *)(intptr_t)(r < 0 ? -errno : r);
+}
+
+static int endpoint_failure_stops_splice(void)
+{
+	struct pp_file *p[2];
+	static char got[4 * 4096 + 400];
+	size_t have = 0;
+	pthread_t th;
+	void *rv;
+	int n;
+
+	failing_anon = pp_anon_buf_ops;
+	failing_anon.confirm = failing_confirm;
+	failing_anon.name = "failing";
+	ASSERT_EQ(pp_pipe2(p, PP_O_SHARED), 0);
+	ASSERT_EQ(pp_fcntl(p[1], F_SETPIPE_SZ, 4 * 4096), 4 * 4096);
+	self_out = p[1];
+	ASSERT_EQ(pthread_create(&th, NULL, self_filling_splicer, p[1]), 0);
+	t_watchdog(20, "an endpoint's failing buffer across two reservations");
+	do {
+		t_sleep_ms(1);
+		ASSERT_EQ(pp_ioctl(p[0], FIONREAD, &n), 0);
+	} while (n < 3 * 4096 + 100);
+	ASSERT_EQ(n, 3 * 4096 + 100);	/* W W W A: the pipe is full */
+	ASSERT_EQ(pp_read(p[0], got, 2 * 4096), 2 * 4096);
+	have = 2 * 4096;
+	t_join(th, &rv, 10);
+	t_watchdog(0, NULL);
+	ASSERT_EQ((long)(intptr_t)rv, 200);
+	ASSERT_EQ(pp_fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
+	for (ssize_t r; (r = pp_read(p[0], got + have, sizeof(got) - have)) > 0;)
+		have += (size_t)r;
+	ASSERT_EQ(have, (size_t)3 * 4096 + 200);
+	for (size_t i = 0; i < 3 * 4096; i++)
+		if (got[i] != 'W')
+			t_fail_at(__FILE__, __LINE__, "byte %zu: %c, want W", i, got[i]);
+	for (size_t i = 0; i < 200; i++)
+		if (got[3 * 4096 + i] != (i < 100 ? 'A' : 'B'))
+			t_fail_at(__FILE__, __LINE__, "byte %zu after the pages: %c, want %c", i,
+				  got[3 * 4096 + i], i < 100 ? 'A' : 'B');
+	pp_close(p[0]);
+	pp_close(p[1]);
+	return 0;
+}
+
+/*
  * vmsplice of memory that is not mapped, into a shared pipe, against the
  * kernel: EFAULT for none of it, the bytes before it for a part (the
  * copy into the arena must not fault on it).
@@ -1195,6 +1308,7 @@ int main(void)
 		T_SUBTEST(read_lend_across_fork),
 		T_SUBTEST(splice_wait_holds_no_lock),
 		T_SUBTEST(endpoint_read_holds_no_lock),
+		T_SUBTEST(endpoint_failure_stops_splice),
 		T_SUBTEST(vmsplice_unmapped),
 	};
 	const char *v = getenv("SHARED_SPLICE_VERBOSE");
