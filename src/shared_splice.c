@@ -139,7 +139,7 @@ static ssize_t copy_endpoint_bufs(struct pp_buf *bufs, unsigned int n, void **pa
 		}
 		pp__buf_release(NULL, &bufs[i]);
 	}
-	*stopped = err;
+	*stopped = err != 0;
 	return done ? done : err;
 }
 
@@ -178,7 +178,7 @@ static ssize_t fill_from_endpoint(struct pp_file *in, off_t *ppos, void **pages,
  * splice may) until all are in.  Holding wr_lock across the read, as
  * before, kept every writer waiting on the endpoint, and one that took
  * longer than LOCK_STUCK_WAITS was taken for a scribble: EIO for every
- * process (test/shared-splice test_endpoint_blocks).
+ * process (test/shared-splice endpoint_read_holds_no_lock).
  */
 static ssize_t splice_endpoint_in(struct pp_file *in, off_t *ppos, struct pp_file *out,
 				  size_t len, unsigned int flags)
