@@ -82,50 +82,43 @@ static ssize_t lend_read(struct pp_file *f, unsigned char *buf, size_t n)
 	return r;
 }
 
-/* Through a kernel pipe: pp_splice out of the pagepipe, then read(2). */
-static int kpipe[2];
+/*
+ * pp_splice n bytes out of the pagepipe into w, then read all that moved
+ * back from r, the other end of w's pipe.
+ */
+static ssize_t splice_then_read(struct side *s, struct pp_file *w, struct pp_file *r,
+				unsigned char *buf, size_t n, const char *what)
+{
+	ssize_t moved, got = 0;
+
+	moved = pp_splice(s->f, NULL, w, NULL, n, s->nonblock ? SPLICE_F_NONBLOCK : 0);
+	if (moved <= 0)
+		return moved;
+	while (got < moved) {
+		ssize_t m = pp_read(r, buf + got, (size_t)(moved - got));
+
+		if (m <= 0)
+			t_fail_at(__FILE__, __LINE__, "read(%s) = %zd: %s", what, m,
+				  strerror(errno));
+		got += m;
+	}
+	return moved;
+}
+
+/* Through a kernel pipe (pp_fdopen: its reads are read(2)). */
+static struct pp_file *kpipe[2];
 
 static ssize_t splice_read(struct side *s, unsigned char *buf, size_t n)
 {
-	static struct pp_file *k;
-	ssize_t r, got = 0;
-
-	if (!k)
-		k = pp_fdopen(kpipe[1]);
-	r = pp_splice(s->f, NULL, k, NULL, n, s->nonblock ? SPLICE_F_NONBLOCK : 0);
-	if (r <= 0)
-		return r;
-	while (got < r) {
-		ssize_t m = read(kpipe[0], buf + got, (size_t)(r - got));
-
-		if (m <= 0)
-			t_fail_at(__FILE__, __LINE__, "read(kernel pipe) = %zd: %s", m,
-				  strerror(errno));
-		got += m;
-	}
-	return r;
+	return splice_then_read(s, kpipe[1], kpipe[0], buf, n, "kernel pipe");
 }
 
 /* Into a second pagepipe, whole buffers moving, then pp_read from it. */
+static struct pp_file *second[2];
+
 static ssize_t move_read(struct side *s, unsigned char *buf, size_t n)
 {
-	static struct pp_file *o[2];
-	ssize_t r, got = 0;
-
-	if (!o[0])
-		t_pipe2(o, 0);
-	r = pp_splice(s->f, NULL, o[1], NULL, n, s->nonblock ? SPLICE_F_NONBLOCK : 0);
-	if (r <= 0)
-		return r;
-	while (got < r) {
-		ssize_t m = pp_read(o[0], buf + got, (size_t)(r - got));
-
-		if (m <= 0)
-			t_fail_at(__FILE__, __LINE__, "pp_read(second pagepipe) = %zd: %s", m,
-				  strerror(errno));
-		got += m;
-	}
-	return r;
+	return splice_then_read(s, second[1], second[0], buf, n, "second pagepipe");
 }
 
 static void *reader_main(void *arg)
@@ -188,7 +181,15 @@ int main(void)
 	int ms = (env && atoi(env) > 0 ? atoi(env) : 2) * 1000;
 
 	t_watchdog(ms / 1000 + 60, "merging writes while the reader drains the last buffer");
-	ASSERT_EQ(pipe(kpipe), 0);
+	{
+		int k[2];
+
+		ASSERT_EQ(pipe(k), 0);
+		kpipe[0] = pp_fdopen(k[0]);
+		kpipe[1] = pp_fdopen(k[1]);
+		ASSERT_TRUE(kpipe[0] && kpipe[1]);
+	}
+	t_pipe2(second, 0);
 	round_trip(ms / 4, false, false, BY_READ);
 	round_trip(ms / 8, true, false, BY_READ);
 	round_trip(ms / 8, false, true, BY_READ);
