@@ -1110,20 +1110,29 @@ static const struct pp_file_ops gated_ops = {
 	.name = "gated",
 };
 
-static void *gated_splicer(void *arg)
+/* A thread's blocking splice of len bytes from an endpoint of ops into out. */
+struct endpoint_splice {
+	const struct pp_file_ops *ops;
+	struct pp_file *out;
+	size_t len;
+};
+
+static void *endpoint_splicer(void *arg)
 {
-	struct pp_file *ep = pp_file_new(&gated_ops, O_RDONLY, NULL);
+	const struct endpoint_splice *j = arg;
+	struct pp_file *ep = pp_file_new(j->ops, O_RDONLY, NULL);
 	ssize_t r;
 
 	if (!ep)
 		return (void *)(intptr_t)-ENOMEM;
-	r = pp_splice(ep, NULL, arg, NULL, 4096, 0);
+	r = pp_splice(ep, NULL, j->out, NULL, j->len, 0);
 	pp_close(ep);
 	return (void *)(intptr_t)(r < 0 ? -errno : r);
 }
 
 static int endpoint_read_holds_no_lock(void)
 {
+	struct endpoint_splice job;
 	struct pp_file *p[2];
 	pthread_t th;
 	void *rv;
@@ -1131,7 +1140,8 @@ static int endpoint_read_holds_no_lock(void)
 
 	ASSERT_EQ(pipe(gate), 0);
 	ASSERT_EQ(pp_pipe2(p, PP_O_SHARED), 0);
-	ASSERT_EQ(pthread_create(&th, NULL, gated_splicer, p[1]), 0);
+	job = (struct endpoint_splice){ &gated_ops, p[1], 4096 };
+	ASSERT_EQ(pthread_create(&th, NULL, endpoint_splicer, &job), 0);
 	t_watchdog(20, "a write beside an endpoint's waiting splice_read");
 	while (!atomic_load(&gate_waiting))
 		t_sleep_ms(1);
@@ -1207,20 +1217,9 @@ static const struct pp_file_ops self_filling_ops = {
 	.name = "self-filling",
 };
 
-static void *self_filling_splicer(void *arg)
-{
-	struct pp_file *ep = pp_file_new(&self_filling_ops, O_RDONLY, NULL);
-	ssize_t r;
-
-	if (!ep)
-		return (void *)(intptr_t)-ENOMEM;
-	r = pp_splice(ep, NULL, arg, NULL, 4 * 4096, 0);
-	pp_close(ep);
-	return (void *)(intptr_t)(r < 0 ? -errno : r);
-}
-
 static int endpoint_failure_stops_splice(void)
 {
+	struct endpoint_splice job;
 	struct pp_file *p[2];
 	static char got[4 * 4096 + 400];
 	size_t have = 0;
@@ -1234,7 +1233,8 @@ static int endpoint_failure_stops_splice(void)
 	ASSERT_EQ(pp_pipe2(p, PP_O_SHARED), 0);
 	ASSERT_EQ(pp_fcntl(p[1], F_SETPIPE_SZ, 4 * 4096), 4 * 4096);
 	self_out = p[1];
-	ASSERT_EQ(pthread_create(&th, NULL, self_filling_splicer, p[1]), 0);
+	job = (struct endpoint_splice){ &self_filling_ops, p[1], 4 * 4096 };
+	ASSERT_EQ(pthread_create(&th, NULL, endpoint_splicer, &job), 0);
 	t_watchdog(20, "an endpoint's failing buffer across two reservations");
 	do {
 		t_sleep_ms(1);
