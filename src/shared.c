@@ -40,9 +40,12 @@
  * wakes readers with a plain load instead, and a reader pays a membarrier
  * (wake_readers_plain).
  *
- * pipe.c's drained slot and its reader's view of the slot at tail are
- * here too (the ring, below; docs/shared-pipes.md section 3c); splice,
- * tee, vmsplice and the zero-copy calls are shared_splice.c's.
+ * pipe.c's reader's view of the slot at tail is here too, and an emptied
+ * last slot stays in the ring as pipe.c's drained slot does, but the
+ * writer appends to it without asking the reader whether it is empty
+ * until a write would not fit its page (the ring, below;
+ * docs/shared-pipes.md sections 3c and 3g); splice, tee, vmsplice and
+ * the zero-copy calls are shared_splice.c's.
  */
 #include "internal.h"
 #include "arena.h"
@@ -129,7 +132,6 @@ struct sh_ctrl {
 	uint32_t end_flags[2];		/* F_SETFL flags of the read and the write end */
 	int32_t cpu[2];			/* where each side last ran: wait_for spins or yields */
 	uint64_t token_ino;		/* the token pipe's inode: pp_import() checks the token */
-	uint32_t drains;		/* slots drained so far (slot_extend); under rd_lock */
 	_Alignas(64) uint32_t rd_wait;
 	uint32_t rd_sleepers;
 	_Alignas(64) uint32_t wr_wait;
@@ -142,15 +144,19 @@ _Static_assert(offsetof(struct sh_ctrl, rd_lock) == 64 && offsetof(struct sh_ctr
 	       sizeof(struct sh_bias_rec) == 64, "test/fuzz-shared knows these places");
 
 /*
- * A slot: its bytes are [offset, end) of its page.  Filled by the writer
- * before head shows it; after that end is the merge word (below), offset
- * the reader's.  One word each, so a process killed between two stores
- * leaves no slot that says more than its page holds.
+ * A slot.  Its positions are byte counts, free running (the ring, below):
+ * its bytes are [offset, end), at [offset - base, end - base) of its page.
+ * Filled whole by the writer before head shows it; after that end and
+ * where are the writers', offset and drained the reader's.  A word each
+ * (page and base one word, since a move changes both), so a process
+ * killed between two stores leaves no slot that says more than its page
+ * holds.
  */
 struct sh_slot {
-	uint32_t end;			/* atomic: end of the bytes | SLOT_DRAINED (the ring) */
-	uint32_t offset;		/* the reader's; under rd_lock */
-	uint32_t page;			/* arena page index */
+	uint32_t end;			/* atomic: where the bytes end; stored by writers */
+	uint32_t offset;		/* where the reader is; under rd_lock */
+	uint64_t where;			/* arena page index | base << 32; stored by writers */
+	uint32_t drained;		/* where a read last emptied it; under rd_lock */
 	uint32_t flags;			/* PP_BUF_FLAG_CAN_MERGE or PP_BUF_FLAG_PACKET */
 };
 _Static_assert(sizeof(struct sh_slot) <= PP_ARENA_SLOT_SIZE, "slot outgrew its room");
@@ -181,7 +187,7 @@ struct sh_merge_cache {
 	bool valid;
 	uint32_t idx;			/* the slot */
 	uint32_t end;			/* its end, as this writer stored it */
-	uint32_t drains;		/* ctrl->drains when filled: no drain since */
+	uint32_t base;			/* its base */
 	char *page;			/* its page, here */
 };
 
@@ -233,6 +239,40 @@ static struct sh_ctrl *ctrl(const struct sh_pipe *sp)
 static struct sh_slot *slot(const struct sh_pipe *sp, uint32_t i)
 {
 	return pp__arena_slot(&sp->arena, i);
+}
+
+/* A slot's page and base, loaded in one piece (a move stores both at once). */
+static uint64_t slot_where(const struct sh_slot *s)
+{
+	return __atomic_load_n(&s->where, __ATOMIC_RELAXED);
+}
+
+static uint32_t where_page(uint64_t w)
+{
+	return (uint32_t)w;
+}
+
+static uint32_t where_base(uint64_t w)
+{
+	return (uint32_t)(w >> 32);
+}
+
+static void slot_set_where(struct sh_slot *s, uint32_t page, uint32_t base)
+{
+	__atomic_store_n(&s->where, (uint64_t)base << 32 | page, __ATOMIC_RELAXED);
+}
+
+/*
+ * Fill a slot not yet shown (beyond head): n bytes from the start of page
+ * idx.  Every field, so that nothing of the slot's last use stays.
+ */
+static void slot_fill(struct sh_slot *s, uint32_t idx, uint32_t flags, uint32_t n)
+{
+	__atomic_store_n(&s->offset, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->drained, 0, __ATOMIC_RELAXED);
+	slot_set_where(s, idx, 0);
+	__atomic_store_n(&s->flags, flags, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->end, n, __ATOMIC_RELAXED);
 }
 
 static uint32_t *count_of(struct sh_ctrl *c, int side)
@@ -700,7 +740,7 @@ static int sweep(struct sh_pipe *sp)
 	tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
 	err = check_bounds(sp, head, tail);
 	for (uint32_t i = tail; !err && i != head; i++) {
-		uint32_t pg = __atomic_load_n(&slot(sp, i)->page, __ATOMIC_RELAXED);
+		uint32_t pg = where_page(slot_where(slot(sp, i)));
 
 		if (pg >= npages || pg >= SH_PAGES || in_use[pg])
 			err = corrupt(sp);
@@ -810,16 +850,21 @@ static void wake_all(struct sh_ctrl *c)
 }
 
 /*
- * Slots holding bytes in [tail, head): a drained slot (SLOT_DRAINED, the
- * ring comment below) holds none and takes no room.  It can only be the
- * one at tail, and its end word is the line the next write stores to, so
- * a waiter that reads it spins on the line it needs next.  A glance with
- * no lock may be stale; the change that makes it stale wakes the waiter.
+ * Slots holding bytes in [tail, head): an emptied slot at tail (drained
+ * == end, the ring comment below) holds none and takes no room, as Linux
+ * frees an emptied buffer.  Only the one at tail can be: a read retires an
+ * emptied slot unless it is the last.  Its end word is the line the next
+ * write stores to, so a waiter that reads it spins on the line it needs
+ * next.  A glance with no lock may be stale; the change that makes it
+ * stale wakes the waiter.
  */
 static uint32_t ring_used(const struct sh_pipe *sp, uint32_t head, uint32_t tail)
 {
+	const struct sh_slot *s = slot(sp, tail);
+
 	return head - tail - (head != tail &&
-			      (__atomic_load_n(&slot(sp, tail)->end, __ATOMIC_ACQUIRE) & SLOT_DRAINED));
+			      __atomic_load_n(&s->end, __ATOMIC_ACQUIRE) ==
+				      __atomic_load_n(&s->drained, __ATOMIC_ACQUIRE));
 }
 
 /* Glances, with no lock: what a reader and a writer wait for. */
@@ -962,68 +1007,75 @@ sleep:
  * plainly and the other's with acquire, and publishes its own with
  * release:
  *
- *   writer: fill slot[head] (end, offset, page, flags) and its page
+ *   writer: fill slot[head] (every field) and its page
  *           store head + 1 (release)      -- reader: load head (acquire)
  *   reader: copy out, move offset
  *           store tail + 1 (release)      -- writer: load tail (acquire)
  *           and only then give the page back
  *
- * Merges: a writer may append to the last slot, slot[head - 1], while a
- * reader reads it.  The slot's end word is the writers' (wr_lock): only a
- * writer stores a length there, with a plain store, and a reader only
- * adds SLOT_DRAINED (below) with a CAS:
+ * Positions in a slot are byte counts, free running (mod 2^32): end, the
+ * writers', where its bytes end; offset, the reader's, where it is;
+ * drained, the reader's, where a read last emptied it; base, the
+ * writers', the count at the start of its page, kept with the page's
+ * index in one word.  The bytes are [offset, end), at [offset - base,
+ * end - base) of the page; every difference is checked against the page
+ * before it addresses memory (slot_bounds).
  *
- *   writer (extend): load end (acquire): not DRAINED, room in the page
- *                    copy the bytes after end
- *                    store new end              (release: the bytes before it)
- *   reader:          load end (acquire): len = end - offset
+ * Merges.  A writer appends to the last slot, slot[head - 1], while a
+ * reader reads it, with plain stores, and loads nothing a reader stores:
  *
- * No locked instruction on the writer's way.  One after the copy (the
- * claim of the slot this once took, a CAS) waits for the copy's stores
- * to leave for the reader's CPU, and at 64 B a message that wait was most
- * of the writer's time (docs/shared-pipes.md, 3e).  The price: a reader
- * cannot shut a slot against a merge, so it never retires the last slot
- * while that one may be merged into (its page would go back with a
- * writer still copying into it).  It retires a slot once the slot is not
- * the last (a writer merges only into head - 1 and stores its end before
- * it moves head past it: the reader's acquire load of head, then of end,
- * sees the final end) or holds packets (PP_BUF_FLAG_CAN_MERGE clear: no
- * merge ever).  Every word read from the arena is checked before it
- * addresses memory.
+ *   writer (append): end - base + n within the page: copy after end - base
+ *                    store end + n            (release: the bytes before it)
+ *   reader:          load end (acquire), then where: len = end - offset
  *
- * The drained slot (pipe.h's SLOT_DRAINED, between processes).  A read
- * (or a lend's consume) that empties the last slot, a mergeable one,
- * leaves it in the ring marked drained: it holds no bytes and takes no
- * room (ring_used), so to everyone it is as if it were gone, as Linux
- * frees an emptied buffer, but the next write reopens it from the start
- * of its page, as Linux's next write starts a fresh page:
+ * No locked instruction on the writer's way, and no load of a line the
+ * reader writes: between two CPUs either costs the writer a wait for the
+ * other CPU at every small message (docs/shared-pipes.md, 3e and 3g).  So
+ * the writer does not ask whether the reader has emptied the slot.  Linux
+ * frees an emptied buffer and starts the next write in a fresh page; we
+ * append where the last write ended.  The bytes are the same and in the
+ * same order; only where they sit in the page differs, and that matters
+ * only when a write no longer fits the page but would fit Linux's fresh
+ * one.  Then, and only then, the writer asks (slot_refit):
  *
- *   reader (drain):  store offset = end; CAS end -> end | SLOT_DRAINED
- *                    (release: the copy out of the page is done;
- *                    fails if a merge came first: read it)
- *   writer (reopen): load end (acquire): DRAINED (the last slot, wr_lock
- *                    held): store offset = 0, copy from the page's start
- *                    store end = n               (release: offset, bytes)
+ *   reader (drain):  store offset = end; store drained = end (release: the
+ *                    copy out of the page is done)
+ *   writer (refit):  load drained (acquire).  Linux's page starts at
+ *                    drained, if a read emptied the slot since base, else
+ *                    at base, so the write fits Linux's page if end - start
+ *                    + n does.  If it does:
+ *     - drained == end, the slot is empty (reopen): copy to the page's start;
+ *       store where (base = end); store end + n (release);
+ *     - bytes after drained (move): with rd_lock taken by a try, so that no
+ *       reader is in the slot, copy them and the write into a fresh page
+ *       where Linux's page has them, from drained; store where (the new
+ *       page, base = drained) in one piece; store end + n (release); the
+ *       old page goes back.  A try that fails is a read overlapping the
+ *       write: a new slot, as when the write does not fit.
  *
- * so 64-byte messages move neither head nor tail, nor a page through the
- * spare.  While drained, offset is the writer's to rewrite: no reader
- * reads it (a drained slot holds nothing, slot_offset()).  A drained slot
- * with others behind it is retired as any emptied one is.  The ring has
- * slots beyond SH_SLOTS (SH_RING), so the drained slot fits beside a
- * full pipe of pipe-max-size.
+ * So each write merges, or takes a new slot, where Linux's would, and an
+ * emptied slot at tail (drained == end) takes no room (ring_used), as a
+ * freed buffer; 64-byte messages move neither head nor tail, nor a page
+ * through the spare, until a page's worth has gone by.  base changes
+ * only while the slot is empty (a reopen: no reader reads an empty slot,
+ * and one that loads end before the reopen finds it empty) or with
+ * rd_lock held (a move); a reader loads end with acquire before where, so
+ * it sees the base that end was stored with.  The ring has slots beyond
+ * SH_SLOTS (SH_RING), so an emptied slot fits beside a full pipe of
+ * pipe-max-size.
  *
- * A drain may land between an extending writer's load of end and its
- * store: the store then clears DRAINED, and the slot holds the new bytes
- * from the offset the reader stored, the old end: they are read in
- * order, as if the write had merged just before the read emptied the
- * slot.  The two calls overlapped, so the bytes any read returns are a
- * kernel pipe's; only where they sit in pages differs from a kernel pipe
- * whose read came first (how much a later write may merge: capacity, by
- * under a page, and only after such an overlap).  A writer killed
- * anywhere in an extend or a reopen leaves end as it was: its bytes were
- * never shown, and a drained slot is still drained.
+ * A drain may land between an appending writer's copy and its store of
+ * end: the reader drained at the end it saw, and the new bytes follow,
+ * read next; to a later refit they sit in Linux's fresh page, as if the
+ * read had come first.  Calls that overlap may see pages fill as Linux's
+ * would for one of their orders; the bytes are always a kernel pipe's.
+ * Deaths: a writer killed in an append or a reopen leaves end as it was
+ * (nothing shown; a reopen's new base with the old end is still an empty
+ * slot); one killed in a move leaves the old page or the new one in the
+ * slot, whole, and the other to the sweep.  A reader killed between its
+ * stores of offset and drained leaves an emptied slot that still counts;
+ * the next reader drains it.
  */
-/* SLOT_DRAINED and SLOT_END_MASK are pipe.h's. */
 
 static int end_flags(const struct sh_end *e)
 {
@@ -1051,13 +1103,14 @@ static int check_bounds(struct sh_pipe *sp, uint32_t head, uint32_t tail)
 }
 
 /*
- * Where the reader is in a slot whose end word is se: its offset, but for
- * a drained slot, which holds nothing and whose offset a reopening writer
- * may be rewriting (the ring comment), its end.
+ * A slot's bytes [off, end) within its page from base: 0, or the pipe is
+ * corrupt.  Differences of counts, so they hold across the wrap.
  */
-static uint32_t slot_offset(const struct sh_slot *s, uint32_t se)
+static int slot_bounds(struct sh_pipe *sp, uint32_t base, uint32_t off, uint32_t end)
 {
-	return se & SLOT_DRAINED ? se & SLOT_END_MASK : __atomic_load_n(&s->offset, __ATOMIC_RELAXED);
+	if (end - base > pp__page_size || off - base > end - base)
+		return corrupt(sp);
+	return 0;
 }
 
 /*
@@ -1141,31 +1194,19 @@ static int page_give(struct sh_pipe *sp, uint32_t idx)
  * The merge cache (struct sh_merge_cache).  Between two CPUs the writer's
  * load of the last slot's end and flags missed at every 64 B message
  * once the reader kept up: the reader loads that line to see each message
- * (docs/shared-pipes.md, 3f).  Only writers store a slot's length, so the
- * owner of the bias knows the end it stored, as long as no other writer
- * has written and no reader has drained the slot since.  Another writer
- * (of this process or another) must revoke the bias to write, and the
- * owner comes back to the fast way only through a take of the lock the
- * ordinary way, and every such take drops the cache of the taker's
- * mapping (side_lock: the same for a reservation, a resize, a sweep,
- * which then cannot change a slot behind a cache).  But one thread
- * may write through two mappings of the arena (an end imported where it
- * was made), each with its cache, under one bias: so every store of a
- * slot's end says which mapping made it (ctrl->wr_mapping, on the
- * writers' line, stored only when it changes), and a cache counts only
- * while its mapping made the last one.  A drain moves ctrl->drains, on a
- * line the writer reads at every write anyway:
- *
- *   reader (drain):  CAS end -> end | DRAINED; store drains + 1 (release)
- *   writer (cached): load drains (acquire): as cached, so no drain came
- *                    before this write; copy; store end (release)
- *
- * A drain that came before the write (its store of drains seen by the
- * acquire) sends the writer to the slot's end word, which shows DRAINED
- * (reopen); one that did not is one the write overlapped, and the store
- * of end undoes it as in the ring comment.  A reader killed between its
- * CAS and its store of drains leaves a drain the cache does not see: the
- * next write merges after it, as if it had overlapped.
+ * (docs/shared-pipes.md, 3f).  Only writers store a slot's end and where,
+ * so the owner of the bias knows what it stored, as long as no other
+ * writer has written since; and an append asks nothing of the reader (the
+ * ring comment).  Another writer (of this process or another) must revoke
+ * the bias to write, and the owner comes back to the fast way only
+ * through a take of the lock the ordinary way, and every such take drops
+ * the cache of the taker's mapping (side_lock: the same for a
+ * reservation, a resize, a sweep, which then cannot change a slot behind
+ * a cache).  But one thread may write through two mappings of the arena
+ * (an end imported where it was made), each with its cache, under one
+ * bias: so every store of a slot's end says which mapping made it
+ * (ctrl->wr_mapping, on the writers' line, stored only when it changes),
+ * and a cache counts only while its mapping made the last one.
  */
 /* This mapping, this process: a fork()ed child's copy of it is another. */
 static uint64_t map_id(const struct sh_pipe *sp)
@@ -1176,11 +1217,9 @@ static uint64_t map_id(const struct sh_pipe *sp)
 static bool mc_holds(struct sh_pipe *sp, uint32_t idx)
 {
 	const struct sh_merge_cache *mc = &sp->mc;
-	struct sh_ctrl *c = ctrl(sp);
 
 	return mc->valid && mc->idx == idx &&
-	       __atomic_load_n(&c->wr_mapping, __ATOMIC_RELAXED) == map_id(sp) &&
-	       mc->drains == __atomic_load_n(&c->drains, __ATOMIC_ACQUIRE);
+	       __atomic_load_n(&ctrl(sp)->wr_mapping, __ATOMIC_RELAXED) == map_id(sp);
 }
 
 /* With wr_lock held, by every store of a slot's end: this mapping made it. */
@@ -1193,91 +1232,207 @@ static void mc_mine(struct sh_pipe *sp)
 		__atomic_store_n(&c->wr_mapping, me, __ATOMIC_RELAXED);
 }
 
-/* A fast section's slot, end stored, page: drains as loaded before anything of the slot. */
-static void mc_fill(struct sh_pipe *sp, uint32_t idx, uint32_t end, char *page, uint32_t drains)
+/* A fast section's last slot, as it stored it. */
+static void mc_fill(struct sh_pipe *sp, uint32_t idx, uint32_t end, uint32_t base, char *page)
 {
 	sp->mc = (struct sh_merge_cache){
-		.valid = true, .idx = idx, .end = end, .page = page, .drains = drains,
+		.valid = true, .idx = idx, .end = end, .base = base, .page = page,
 	};
 }
 
 /*
- * Append chars bytes to slot idx, the last, if the merge rule allows it.
- * Returns chars, 0 if it may not, or -errno.  With wr_lock held; fast: by
- * a fast section, which keeps the merge cache.  Plain stores (the ring
- * comment): a drain between the load and the store is undone by the
- * store, and the reader reads on from where it drained.
+ * The ends of an append, a reopen and a move: the new bytes are in the
+ * page, [.., end) of the slot.  Release: the bytes (and a new where)
+ * before the end that shows them.
  */
-static ssize_t slot_extend(struct sh_pipe *sp, uint32_t idx, struct pp_iov_iter *it, size_t chars,
-			   bool fast)
+static ssize_t slot_show(struct sh_pipe *sp, struct sh_slot *s, uint32_t idx, uint32_t end,
+			 uint32_t base, char *page, size_t n, bool fast, bool cached)
 {
-	struct sh_slot *s = slot(sp, idx);
-	bool cached = fast && mc_holds(sp, idx);
-	uint32_t at;
-	char *page;
-
-	if (cached) {
-		at = sp->mc.end;
-		page = sp->mc.page;
-	} else {
-		uint32_t d = __atomic_load_n(&ctrl(sp)->drains, __ATOMIC_ACQUIRE);
-		/* Acquire: a drain's copy out is done (a reopen needs it; one load). */
-		uint32_t e = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
-
-		at = e & SLOT_END_MASK;
-		if (!(__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_CAN_MERGE) ||
-		    (e & SLOT_DRAINED) || at > pp__page_size)
-			return 0;
-		page = pp__arena_page(&sp->arena, __atomic_load_n(&s->page, __ATOMIC_RELAXED));
-		if (!page)
-			return -EIO;
+	__atomic_store_n(&s->end, end, __ATOMIC_RELEASE);
+	if (cached)
+		sp->mc.end = end;	/* a cache that holds says this mapping stored last already */
+	else {
+		mc_mine(sp);
 		if (fast)
-			mc_fill(sp, idx, at, page, d);
+			mc_fill(sp, idx, end, base, page);
 	}
-	if (at + chars > pp__page_size)
-		return 0;
-	if (pp__iter_copy_from(it, page + at, chars) < chars)
-		return -EFAULT;		/* as pipe_write: all or nothing; end unmoved */
-	/* Release: the new bytes before the end that shows them. */
-	__atomic_store_n(&s->end, at + (uint32_t)chars, __ATOMIC_RELEASE);
-	sp->mc.end = at + (uint32_t)chars;	/* kept only while valid */
-	if (!cached)
-		mc_mine(sp);	/* a cache that holds says this mapping stored last already */
-	return (ssize_t)chars;
+	return (ssize_t)n;
 }
 
 /*
- * Reopen the drained slot (the ring comment) for the first n bytes of a
- * write, n at most a page: n, 0 if there is none to reopen, or -errno.
- * With wr_lock held, [tail, head) as counted for room.
+ * Reopen the empty slot idx (drained == end, loaded with acquire: the
+ * reader's copy out of its page is done) from the start of its page, pg,
+ * for n bytes.  A fault part way leaves bytes in a page nobody reads: the
+ * slot is still empty.
+ */
+static ssize_t slot_reopen_at(struct sh_pipe *sp, struct sh_slot *s, uint32_t idx,
+			      struct pp_iov_iter *it, size_t n, uint32_t end, uint32_t pg, bool fast)
+{
+	char *page = pp__arena_page(&sp->arena, pg);
+
+	if (!page)
+		return -EIO;
+	if (pp__iter_copy_from(it, page, n) < n)
+		return -EFAULT;
+	slot_set_where(s, pg, end);
+	return slot_show(sp, s, idx, end + (uint32_t)n, end, page, n, fast, false);
+}
+
+/*
+ * Move the bytes of slot idx, [offset, end) of page pg from base, with
+ * chars more of the write, to a fresh page from start, as Linux's page
+ * holds them (the ring comment).  With rd_lock held by the caller's try:
+ * no reader is in the slot.  chars, 0 if no page is free (a new slot will
+ * wait for one), or -errno.
+ */
+static ssize_t slot_move(struct sh_pipe *sp, struct sh_slot *s, uint32_t idx,
+			 struct pp_iov_iter *it, size_t chars, uint32_t end, uint32_t base,
+			 uint32_t start, uint32_t pg, char *page, bool fast)
+{
+	uint32_t off = __atomic_load_n(&s->offset, __ATOMIC_RELAXED), npg;
+	char *to;
+	int err;
+
+	/* A reader is past the drain it stored (start), in the page. */
+	if (off - base > end - base || off - start > end - start)
+		return corrupt(sp);
+	err = page_take(sp, &npg);
+	if (err)
+		return err == -ENOMEM ? 0 : err;
+	to = pp__arena_page(&sp->arena, npg);
+	if (!to) {
+		page_give(sp, npg);
+		return -EIO;
+	}
+	memcpy(to + (off - start), page + (off - base), end - off);
+	if (pp__iter_copy_from(it, to + (end - start), chars) < chars) {
+		page_give(sp, npg);
+		return -EFAULT;		/* as pipe_write: all or nothing; the slot as it was */
+	}
+	slot_set_where(s, npg, start);
+	slot_show(sp, s, idx, end + (uint32_t)chars, start, to, chars, fast, false);
+	/*
+	 * The old page: no reader can be in it (rd_lock), and where no longer
+	 * names it.  A bad index poisons the pipe; the write is done anyway.
+	 */
+	page_give(sp, pg);
+	return (ssize_t)chars;
+}
+
+static void view_settle(struct sh_pipe *sp);
+
+/*
+ * An append of chars bytes that does not fit the last slot's page (the
+ * ring comment): would it fit Linux's, which starts where a read last
+ * emptied the slot?  chars, 0 for a new slot, or -errno.
+ */
+static ssize_t slot_refit(struct sh_pipe *sp, struct sh_slot *s, uint32_t idx,
+			  struct pp_iov_iter *it, size_t chars, uint32_t end, uint32_t base,
+			  uint32_t pg, char *page, bool fast)
+{
+	struct sh_ctrl *c = ctrl(sp);
+	uint32_t me = my_pid(), free_lock = 0, d, start;
+	ssize_t r;
+
+	/* Acquire: a reader that emptied the slot is done with its page (a reopen writes it). */
+	d = __atomic_load_n(&s->drained, __ATOMIC_ACQUIRE);
+	start = d - base <= end - base ? d : base;
+	if (end - start + chars > pp__page_size)
+		return 0;
+	if (d == end)
+		return slot_reopen_at(sp, s, idx, it, chars, end, pg, fast);
+	/* Bytes to move: with no reader in the slot, which a try of rd_lock makes sure of. */
+	if (!__atomic_compare_exchange_n(&c->rd_lock, &free_lock, me, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return 0;	/* a read overlaps this write */
+	if (__atomic_load_n(&c->sweep, __ATOMIC_RELAXED)) {
+		r = 0;		/* taken over from the dead: the next reader sweeps first */
+	} else {
+		view_settle(sp);
+		d = __atomic_load_n(&s->drained, __ATOMIC_RELAXED);
+		start = d - base <= end - base ? d : base;
+		if (end - start + chars > pp__page_size)
+			r = 0;
+		else if (d == end)
+			r = slot_reopen_at(sp, s, idx, it, chars, end, pg, fast);
+		else
+			r = slot_move(sp, s, idx, it, chars, end, base, start, pg, page, fast);
+	}
+	side_unlock(&c->rd_lock);
+	return r;
+}
+
+/*
+ * Append chars bytes to slot idx, the last, if the merge rule allows it
+ * (the ring comment).  Returns chars, 0 if it may not, or -errno.  With
+ * wr_lock held; fast: by a fast section, which keeps the merge cache.
+ * Into an emptied slot, an append is Linux's fresh page only for a write
+ * that fits in it whole and is no packet.  So ask: the reader's drained
+ * comes first for a packet write (O_DIRECT; Linux's fresh page holds a
+ * packet) and for one of more than a page (Linux's first page takes a
+ * page of it, not the part under a page, chars, that merges into a
+ * buffer with bytes).
+ */
+static ssize_t slot_extend(struct sh_pipe *sp, uint32_t idx, struct pp_iov_iter *it, size_t chars,
+			   bool ask, bool fast)
+{
+	struct sh_slot *s = slot(sp, idx);
+	bool cached = fast && mc_holds(sp, idx);
+	uint32_t end, base, pg;
+	uint64_t w;
+	char *page;
+
+	if (ask && __atomic_load_n(&s->drained, __ATOMIC_RELAXED) ==
+			   __atomic_load_n(&s->end, __ATOMIC_RELAXED))
+		return 0;
+	if (cached) {
+		end = sp->mc.end;
+		base = sp->mc.base;
+		page = sp->mc.page;
+		if (end - base + chars <= pp__page_size)
+			goto append;
+	} else {
+		if (!(__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_CAN_MERGE))
+			return 0;
+	}
+	/* Ours: writers alone store them, and we hold wr_lock. */
+	end = __atomic_load_n(&s->end, __ATOMIC_RELAXED);
+	w = slot_where(s);
+	base = where_base(w);
+	pg = where_page(w);
+	if (end - base > pp__page_size)
+		return corrupt(sp);
+	page = pp__arena_page(&sp->arena, pg);
+	if (!page)
+		return -EIO;
+	if (end - base + chars > pp__page_size)
+		return slot_refit(sp, s, idx, it, chars, end, base, pg, page, fast);
+	cached = false;
+append:
+	if (pp__iter_copy_from(it, page + (end - base), chars) < chars)
+		return -EFAULT;		/* as pipe_write: all or nothing; end unmoved */
+	return slot_show(sp, s, idx, end + (uint32_t)chars, base, page, chars, fast, cached);
+}
+
+/*
+ * Reopen the slot at tail, the last and empty (the ring comment), for the
+ * first n bytes of a write, n at most a page, as Linux starts an empty
+ * pipe's write in a fresh page: n, 0 if there is none to reopen, or
+ * -errno.  With wr_lock held, [tail, head) as counted for room.
  */
 static ssize_t slot_reopen(struct sh_pipe *sp, uint32_t head, uint32_t tail,
 			   struct pp_iov_iter *it, size_t n, bool fast)
 {
 	struct sh_slot *s = slot(sp, tail);
-	uint32_t e, d;
-	char *page;
+	uint32_t end;
 
 	if (head != tail + 1)
 		return 0;
-	d = __atomic_load_n(&ctrl(sp)->drains, __ATOMIC_ACQUIRE);
-	/* Acquire: the reader's copy out of the page is done (its release CAS of DRAINED). */
-	e = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
-	if (!(e & SLOT_DRAINED))
+	end = __atomic_load_n(&s->end, __ATOMIC_RELAXED);
+	/* Acquire: the reader's copy out of the page is done (its release store of drained). */
+	if (__atomic_load_n(&s->drained, __ATOMIC_ACQUIRE) != end)
 		return 0;
-	page = pp__arena_page(&sp->arena, __atomic_load_n(&s->page, __ATOMIC_RELAXED));
-	if (!page)
-		return -EIO;
-	/* A fault part way leaves bytes in a page nobody reads: the slot is still drained. */
-	if (pp__iter_copy_from(it, page, n) < n)
-		return -EFAULT;
-	__atomic_store_n(&s->offset, 0, __ATOMIC_RELAXED);
-	/* Release: offset and the bytes before the end that shows them, DRAINED gone. */
-	__atomic_store_n(&s->end, (uint32_t)n, __ATOMIC_RELEASE);
-	mc_mine(sp);
-	if (fast && (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_CAN_MERGE))
-		mc_fill(sp, tail, (uint32_t)n, page, d);
-	return (ssize_t)n;
+	return slot_reopen_at(sp, s, tail, it, n, end, where_page(slot_where(s)), fast);
 }
 
 /*
@@ -1364,7 +1519,8 @@ static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, 
 		return pp__pipe_epipe(f);
 	}
 	if (chars && head != tail) {
-		ret = slot_extend(sp, head - 1, &it, chars, fast);
+		ret = slot_extend(sp, head - 1, &it, chars,
+				  flags == PP_BUF_FLAG_PACKET || chars != left, fast);
 		if (ret < 0) {
 			wr_unlock(c, &fast);
 			return ret;
@@ -1454,13 +1610,9 @@ static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, 
 			break;
 		}
 		if (fast && flags == PP_BUF_FLAG_CAN_MERGE)
-			mc_fill(sp, head, (uint32_t)n, page,
-				__atomic_load_n(&c->drains, __ATOMIC_ACQUIRE));
+			mc_fill(sp, head, (uint32_t)n, 0, page);
 		s = slot(sp, head++);
-		__atomic_store_n(&s->offset, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->page, idx, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->flags, flags, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->end, (uint32_t)n, __ATOMIC_RELAXED);
+		slot_fill(s, idx, flags, (uint32_t)n);
 		mc_mine(sp);
 		ret += (ssize_t)n;
 		left -= n;
@@ -1541,7 +1693,7 @@ static int retire_later(struct sh_retired *r, struct sh_slot *s, uint32_t head)
 	if (r->tail + 1 == head &&
 	    (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_CAN_MERGE))
 		return 0;
-	r->page[r->nr++] = __atomic_load_n(&s->page, __ATOMIC_RELAXED);
+	r->page[r->nr++] = where_page(slot_where(s));
 	r->tail++;
 	return 1;
 }
@@ -1579,13 +1731,16 @@ static int slot_retire(struct sh_pipe *sp, struct sh_slot *s, uint32_t tail, uin
  * side touches, instead of in the slot's offset: the slot's line is the
  * one the writer merges into, and a store to it at every 64-byte message
  * took the line from the writer each time (pipe.c's quick read, the same
- * reason).  One word, VIEW_ON | slot index << 32 | offset, stored in one
- * piece, so a reader killed anywhere leaves it whole: the next reader
- * takes it up, as it would a stored offset.  The view names the one slot
- * whose offset it overrides; only sh_readv() uses it, and every other
- * reader path settles it first (stores the offset in the slot), under
- * rd_lock.  A slot with a view holds unread bytes, so it is never the
- * drained slot, nor retired, until a read empties it and drops the view.
+ * reason).  One word, VIEW_ON | slot index << 32 | offset in the page
+ * (offset - base: under a page, where a count may have any bit set),
+ * stored in one piece, so a reader killed anywhere leaves it whole: the
+ * next reader takes it up, as it would a stored offset.  The view names
+ * the one slot whose offset it overrides; only sh_readv() uses it, and
+ * every other reader path settles it first (stores the offset in the
+ * slot), under rd_lock.  A slot with a view holds unread bytes, so it is
+ * never an emptied slot, nor retired, nor reopened, until a read empties
+ * it and drops the view; and its base changes only with rd_lock held (a
+ * move), which settles the view first.
  */
 #define VIEW_ON		0x80000000u
 
@@ -1610,34 +1765,32 @@ static void view_settle(struct sh_pipe *sp)
 	struct sh_ctrl *c = ctrl(sp);
 	uint64_t v = __atomic_load_n(&c->rd_view, __ATOMIC_RELAXED);
 
+	struct sh_slot *s;
+
 	if (!((uint32_t)v & VIEW_ON))
 		return;
-	__atomic_store_n(&slot(sp, (uint32_t)(v >> 32))->offset, (uint32_t)v & ~VIEW_ON,
+	s = slot(sp, (uint32_t)(v >> 32));
+	__atomic_store_n(&s->offset, where_base(slot_where(s)) + ((uint32_t)v & ~VIEW_ON),
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&c->rd_view, 0, __ATOMIC_RELAXED);
 }
 
 /*
- * The slot at tail, just emptied (its offset stored), becomes the drained
- * slot if it is the last and may be merged into: true if so.  False: it
- * is not the last, holds packets, or a merge came meanwhile (read it).  A
- * drained last slot never gets here: it holds no room (ring_used), so no
- * reader path finds it to empty.  *freed when that made room a writer may wait
- * for.  With rd_lock held.
+ * The slot at tail, just emptied up to end (its offset stored), stays in
+ * the ring if it is the last and may be merged into: drained there (the
+ * ring comment), true.  False: it is not the last or holds packets, and
+ * is retired.  A merge that came meanwhile is after end: the slot holds
+ * it, and the next turn reads it.  *freed when that made room a writer
+ * may wait for.  With rd_lock held.
  */
 static bool slot_drain(struct sh_pipe *sp, struct sh_slot *s, uint32_t tail, uint32_t head,
-		       uint32_t se, bool *freed)
+		       uint32_t end, bool *freed)
 {
 	if (tail + 1 != head ||
 	    !(__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_CAN_MERGE))
 		return false;
 	/* Release: our copy out of the page is done before a reopen writes it. */
-	if (!__atomic_compare_exchange_n(&s->end, &se, se | SLOT_DRAINED, false, __ATOMIC_ACQ_REL,
-					 __ATOMIC_RELAXED))
-		return false;
-	/* Release: after the drain, for the merge cache (slot_extend).  Readers only. */
-	__atomic_store_n(&ctrl(sp)->drains,
-			 __atomic_load_n(&ctrl(sp)->drains, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->drained, end, __ATOMIC_RELEASE);
 	/* A writer waits for room only when the one slot was all the pipe may hold. */
 	if (__atomic_load_n(&ctrl(sp)->max_usage, __ATOMIC_RELAXED) <= 1)
 		*freed = true;
@@ -1688,10 +1841,12 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 			break;	/* published after we began: the next read's */
 		if (ring_used(sp, head, tail)) {
 			struct sh_slot *s = slot(sp, tail);
-			uint32_t se = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
+			/* Acquire: the bytes before it, and the where it was stored with. */
+			uint32_t end = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
 			/* Now, with end: after the copy it is a second miss on the writer's line. */
 			uint32_t sflags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
-			uint32_t end = se & SLOT_END_MASK, off;
+			uint64_t w = slot_where(s);
+			uint32_t base = where_base(w), off;
 			bool viewed;
 			struct iovec src_iov;
 			struct pp_iov_iter src = { &src_iov, 1, 0 };
@@ -1700,34 +1855,33 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 
 			if (!ret)
 				head0 = head;
-			/* A drained one here has slots behind it (ring_used): retired below, unread. */
-			viewed = !(se & SLOT_DRAINED) && view_of(c, tail, &off);
-			if (!viewed)
-				off = slot_offset(s, se);
+			viewed = view_of(c, tail, &off);
+			off = viewed ? base + off : __atomic_load_n(&s->offset, __ATOMIC_RELAXED);
 			/* A view always leaves bytes in its slot: one at its end is a scribble. */
-			if (end > pp__page_size || off > end || (viewed && off == end)) {
+			if (slot_bounds(sp, base, off, end) || (viewed && off == end)) {
 				if (!ret)
 					ret = corrupt(sp);
 				break;
 			}
 			if (off == end) {
 				/*
-				 * Emptied before us: drained, or the last slot
-				 * of a reader killed before its drain, or of a
-				 * lend.  Retired, or drained if it is the last.
+				 * Emptied before us: an emptied one with slots
+				 * behind it now (ring_used), or the last slot of
+				 * a reader killed before its store of drained.
+				 * Retired, or drained if it is the last.
 				 */
 				if (!retire_later(&gone_slots, s, head))
-					slot_drain(sp, s, tail, head, se, &freed);
+					slot_drain(sp, s, tail, head, end, &freed);
 				continue;
 			}
-			page = pp__arena_page(&sp->arena, __atomic_load_n(&s->page, __ATOMIC_RELAXED));
+			page = pp__arena_page(&sp->arena, where_page(w));
 			if (!page) {
 				if (!ret)
 					ret = -EIO;
 				break;
 			}
 			n = min_t(size_t, end - off, left);
-			src_iov = (struct iovec){ page + off, n };
+			src_iov = (struct iovec){ page + (off - base), n };
 			if (pp__iter_copy_iter(&it, &src, n) < n) {
 				if (!ret)
 					ret = -EFAULT;
@@ -1741,7 +1895,7 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 				left = 0;
 			}
 			if (off != end) {
-				view_set(c, tail, off);	/* the view, above */
+				view_set(c, tail, off - base);	/* the view, above */
 				if (!left)
 					break;
 				continue;
@@ -1751,12 +1905,11 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 				__atomic_store_n(&c->rd_view, 0, __ATOMIC_RELAXED);
 			/*
 			 * Emptied: gone from the pipe now, as Linux frees the
-			 * buffer; the last slot, a mergeable one, stays as the
-			 * drained slot (the ring comment).  A merge that came
-			 * meanwhile fails the drain and keeps the slot: the
-			 * next turn reads it.
+			 * buffer; the last slot, a mergeable one, stays,
+			 * drained (the ring comment).  A merge that came
+			 * meanwhile is after end: the next turn reads it.
 			 */
-			if (off == end && !slot_drain(sp, s, tail, head, se, &freed))
+			if (off == end && !slot_drain(sp, s, tail, head, end, &freed))
 				retire_later(&gone_slots, s, head);
 			if (!left)
 				break;
@@ -1773,24 +1926,30 @@ static ssize_t sh_readv(struct pp_file *f, const struct iovec *iov, int iovcnt)
 		}
 		freed |= retire_now(sp, &gone_slots, &give_err);
 		/*
-		 * The next write reopens the drained slot, or fills slot[head]
-		 * most likely from the start of the spare page: the wait
-		 * prefetches the slot and the page.  A prefetch cannot fault,
-		 * so a hint gone stale costs nothing.
+		 * The next write appends to the emptied last slot (or reopens
+		 * it, its page full), or fills slot[head] most likely from the
+		 * start of the spare page: the wait prefetches the slot and
+		 * where the bytes will go.  A prefetch cannot fault, so a hint
+		 * gone stale costs nothing.
 		 */
 		{
 			uint32_t head = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
-			uint32_t pg = __atomic_load_n(&c->spare, __ATOMIC_RELAXED) - 1;
+			uint32_t pg = __atomic_load_n(&c->spare, __ATOMIC_RELAXED) - 1, at = 0;
 
 			hint0 = slot(sp, head);
 			if (head == gone_slots.tail + 1) {
-				hint0 = slot(sp, gone_slots.tail);
-				pg = __atomic_load_n(&slot(sp, gone_slots.tail)->page,
-						     __ATOMIC_RELAXED);
+				struct sh_slot *s = slot(sp, gone_slots.tail);
+				uint64_t w = slot_where(s);
+
+				hint0 = s;
+				pg = where_page(w);
+				at = __atomic_load_n(&s->end, __ATOMIC_RELAXED) - where_base(w);
+				if (at >= pp__page_size)
+					at = 0;
 			}
 			hint1 = pg < sp->arena.lay.npages ?
 					(char *)sp->arena.base + sp->arena.lay.pages_off +
-						(size_t)pg * pp__page_size : NULL;
+						(size_t)pg * pp__page_size + at : NULL;
 		}
 		side_unlock(&c->rd_lock);
 		if (freed)
@@ -1923,17 +2082,17 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 		}
 		for (uint32_t i = tail; i != head && n < nmax && lent < count; i++) {
 			struct sh_slot *s = slot(sp, i);
-			uint32_t se = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
-			uint32_t end = se & SLOT_END_MASK;
-			/* A drained slot is an emptied one here. */
-			uint32_t off = slot_offset(s, se);
+			/* Acquire: the bytes before it, and the where it was stored with. */
+			uint32_t end = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
+			uint64_t w = slot_where(s);
+			uint32_t base = where_base(w);
+			uint32_t off = __atomic_load_n(&s->offset, __ATOMIC_RELAXED);
 			char *page;
 			size_t len;
 
-			if (end > pp__page_size || off > end) {
-				err = corrupt(sp);
+			err = slot_bounds(sp, base, off, end);
+			if (err)
 				break;
-			}
 			if (off == end) {
 				if (i != tail)
 					break;	/* a scribble: the next lend's */
@@ -1942,10 +2101,10 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 				if (err > 0)
 					freed = true;
 				else if (!err)
-					slot_drain(sp, s, tail, head, se, &freed);
+					slot_drain(sp, s, tail, head, end, &freed);
 				break;	/* look again from the new tail */
 			}
-			page = pp__arena_page(&sp->arena, __atomic_load_n(&s->page, __ATOMIC_RELAXED));
+			page = pp__arena_page(&sp->arena, where_page(w));
 			if (!page) {
 				err = -EIO;
 				break;
@@ -1955,7 +2114,7 @@ ssize_t pp__shared_lend(struct pp_file *f, struct iovec *iov, unsigned int nmax,
 				flags[n] = (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) &
 					    (PP_BUF_FLAG_CAN_MERGE | PP_BUF_FLAG_PACKET)) |
 					   (len == end - off ? PP__LENT_WHOLE : 0);
-			iov[n++] = (struct iovec){ page + off, len };
+			iov[n++] = (struct iovec){ page + (off - base), len };
 			lent += len;
 			if (packets && (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & PP_BUF_FLAG_PACKET))
 				break;	/* as a read: one packet at most */
@@ -1993,15 +2152,12 @@ void pp__shared_consume(struct pp_file *f, size_t n)
 	retired_init(&gone_slots, __atomic_load_n(&c->tail, __ATOMIC_RELAXED), false);
 	while (n && gone_slots.tail != head && !check_bounds(sp, head, gone_slots.tail)) {
 		struct sh_slot *s = slot(sp, gone_slots.tail);
-		uint32_t se = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
-		uint32_t end = se & SLOT_END_MASK;
+		uint32_t end = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
 		uint32_t off = __atomic_load_n(&s->offset, __ATOMIC_RELAXED);
 		size_t take;
 
-		if (end > pp__page_size || off > end) {
-			corrupt(sp);
+		if (slot_bounds(sp, where_base(slot_where(s)), off, end))
 			break;
-		}
 		take = min_t(size_t, end - off, n);
 		off += (uint32_t)take;
 		n -= take;
@@ -2009,8 +2165,8 @@ void pp__shared_consume(struct pp_file *f, size_t n)
 		if (off != end)
 			break;
 		if (!retire_later(&gone_slots, s, head)) {
-			/* The last slot, emptied: drained, or a merge came (the next lend's). */
-			slot_drain(sp, s, gone_slots.tail, head, se, &freed);
+			/* The last slot, emptied: drained (a merge that came is the next lend's). */
+			slot_drain(sp, s, gone_slots.tail, head, end, &freed);
 			break;
 		}
 	}
@@ -2148,11 +2304,9 @@ ssize_t pp__shared_commit(struct pp_file *f, uint32_t *idx, unsigned int n, cons
 			continue;
 		}
 		s = slot(sp, head++);
-		__atomic_store_n(&s->offset, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->page, idx[i], __ATOMIC_RELAXED);
-		__atomic_store_n(&s->flags, flags ? flags[i] & (PP_BUF_FLAG_CAN_MERGE | PP_BUF_FLAG_PACKET) : 0,
-				 __ATOMIC_RELAXED);
-		__atomic_store_n(&s->end, (uint32_t)lens[i], __ATOMIC_RELAXED);
+		slot_fill(s, idx[i],
+			  flags ? flags[i] & (PP_BUF_FLAG_CAN_MERGE | PP_BUF_FLAG_PACKET) : 0,
+			  (uint32_t)lens[i]);
 		ret += (ssize_t)lens[i];
 	}
 	/* Release: the slots and their pages' bytes before the head that shows them. */
@@ -2961,13 +3115,11 @@ int pp__shared_fionread(struct pp_file *f, int *out)
 	err = check_bounds(sp, head, tail);
 	for (uint32_t i = tail; !err && i != head; i++) {
 		struct sh_slot *s = slot(sp, i);
-		uint32_t se = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
-		uint32_t end = se & SLOT_END_MASK;
-		uint32_t off = slot_offset(s, se);
+		uint32_t end = __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
+		uint32_t off = __atomic_load_n(&s->offset, __ATOMIC_RELAXED);
 
-		if (end > pp__page_size || off > end)
-			err = corrupt(sp);
-		else
+		err = slot_bounds(sp, where_base(slot_where(s)), off, end);
+		if (!err)
 			sum += end - off;
 	}
 	if (!held)
