@@ -1124,13 +1124,16 @@ static int slot_bounds(struct sh_pipe *sp, uint32_t base, uint32_t off, uint32_t
  * return of the pages it retired (slot_retire, pp__shared_consume): they
  * are a moment away.  Wait for them with no lock held, a yield at first,
  * then a millisecond at a time, a second at most: a reader that died
- * there took them with it, and the write fails with ENOMEM.  0: look again.
+ * there took them with it (or a peer scribbled them away), and the write
+ * fails with ENOMEM, as Linux's pipe_write when it finds no page.  A
+ * non-blocking write yields only: a second is no answer to a caller that
+ * asked not to wait.  0: look again.
  */
-static int pages_wait(unsigned int *tries)
+static int pages_wait(unsigned int *tries, bool nonblock)
 {
 	const struct timespec ms = { 0, 1000000 };
 
-	if (++*tries > 1064)
+	if (++*tries > (nonblock ? 64u : 1064u))
 		return -ENOMEM;
 	if (*tries <= 64)
 		sched_yield();
@@ -1588,7 +1591,7 @@ static ssize_t sh_write(struct pp_file *f, const struct iovec *iov, int iovcnt, 
 			wr_unlock(c, &fast);
 			if (ret)
 				wake(&c->rd_wait, &c->rd_sleepers);
-			err = pages_wait(&tries);
+			err = pages_wait(&tries, end_flags(e) & O_NONBLOCK);
 			if (!err)
 				err = side_lock(sp, &c->wr_lock);
 			if (err)
@@ -2258,7 +2261,7 @@ again:
 	}
 	if (err == -ENOMEM && !n) {
 		side_unlock(&c->wr_lock);
-		err = pages_wait(&tries);
+		err = pages_wait(&tries, nonblock);
 		if (err)
 			return err;
 		err = side_lock(sp, &c->wr_lock);

@@ -7,8 +7,11 @@
  * call it waits for room in (write, splice, vmsplice, a write lend); a process
  * that exits without closing is closed for at once; a peer that scribbles
  * on the shared state makes calls fail with EIO (or return what is
- * there), never crash, hang or touch memory outside the arena; nothing
- * (descriptor, mapping) is left once the ends are closed.
+ * there), never crash, hang or touch memory outside the arena; a
+ * non-blocking write that finds no free page in the arena (a peer took
+ * them) says ENOMEM at once, where a blocking one gives a reader a second
+ * to hand pages back; nothing (descriptor, mapping) is left once the ends
+ * are closed.
  */
 #include "helpers.h"
 
@@ -379,6 +382,44 @@ static int test_scribbles(void)
 	return 0;
 }
 
+/*
+ * A peer empties the arena's free list (its head, the header's word at
+ * 64: src/arena.c, struct arena_hdr) on a fresh pipe, which has no spare
+ * page yet.  Every write then finds a free slot and no page.  A
+ * non-blocking one must fail with ENOMEM without waiting for pages to come
+ * back: it waited a second (a thousand sleeps of 1 ms) before.  The bound
+ * is the proof of no wait, not a measure of speed: a second is the
+ * blocking write's wait, and the non-blocking one yields 64 times.
+ */
+static int nonblock_write_no_free_page(void)
+{
+	struct pp_file *e[2];
+	unsigned char b[100] = { 0 };
+	unsigned char *base;
+	uint64_t *head, h;
+	size_t len = 0;
+	double t0;
+
+	ASSERT_EQ(pp_pipe2(e, PP_O_SHARED | O_NONBLOCK | PP_O_NOSIGPIPE), 0);
+	base = find_arena(&len);
+	ASSERT_TRUE(base != NULL);
+	head = (uint64_t *)(base + 64);
+	h = __atomic_load_n(head, __ATOMIC_ACQUIRE);
+	ASSERT_TRUE((uint32_t)h != UINT32_MAX);		/* a fresh pipe: all pages free */
+	__atomic_store_n(head, ((h >> 32) + 1) << 32 | UINT32_MAX, __ATOMIC_RELEASE);
+	t0 = now_s();
+	ASSERT_ERRNO(pp_write(e[1], b, sizeof(b)), ENOMEM);
+	t0 = now_s() - t0;
+	if (t0 >= 0.9)
+		t_fail_at(__FILE__, __LINE__, "the non-blocking write waited %.3f s for a page", t0);
+	/* And again: nothing was queued, nothing is poisoned. */
+	ASSERT_ERRNO(pp_write(e[1], b, sizeof(b)), ENOMEM);
+	ASSERT_ERRNO(pp_read(e[0], b, sizeof(b)), EAGAIN);
+	pp_close(e[0]);
+	pp_close(e[1]);
+	return 0;
+}
+
 /* Descriptors and mappings that name the arena, in this process. */
 static int arena_traces(void)
 {
@@ -453,6 +494,7 @@ int main(void)
 		T_SUBTEST(test_reader_killed_write_lend),
 		T_SUBTEST(test_exit_without_close),
 		T_SUBTEST(test_scribbles),
+		T_SUBTEST(nonblock_write_no_free_page),
 		T_SUBTEST(test_nothing_left),
 	};
 
