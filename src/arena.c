@@ -44,7 +44,7 @@
 #endif
 
 #define ARENA_MAGIC	"ppArena1"
-#define ARENA_VERSION	2u	/* 2: a control area of 1024 bytes (the biased write lock) */
+#define ARENA_VERSION	3u	/* 3: slots of byte counts and page | base (shared.c, the ring); 2: a 1024-byte control area */
 #define ARENA_SEALS	(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 /* A CAS that fails this often in a row has a peer changing the word on purpose. */
 #define ARENA_CAS_MAX	(1u << 20)

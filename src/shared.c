@@ -1046,14 +1046,18 @@ sleep:
  *                    + n does.  If it does:
  *     - drained == end, the slot is empty (reopen): copy to the page's start;
  *       store where (base = end); store end + n (release);
- *     - bytes after drained (move): with rd_lock taken by a try, so that no
- *       reader is in the slot, copy them and the write into a fresh page
- *       where Linux's page has them, from drained; store where (the new
- *       page, base = drained) in one piece; store end + n (release); the
- *       old page goes back.  A try that fails is a read overlapping the
- *       write: a new slot, as when the write does not fit.
+ *     - bytes after drained (move): with rd_lock taken by a few tries (never
+ *       a wait: a resize takes rd_lock, then wr_lock), so that no reader is
+ *       in the slot, copy them and the write into a fresh page where
+ *       Linux's page has them, from drained; store where (the new page,
+ *       base = drained) in one piece; store end + n (release); the old
+ *       page goes back.  Tries that fail are a read or a loan holding
+ *       rd_lock, overlapping the write: a new slot, as when the write does
+ *       not fit.  A packet write, or one of more than a page, never
+ *       reopens (slot_extend: ask).
  *
- * So each write merges, or takes a new slot, where Linux's would, and an
+ * So each write merges, or takes a new slot, where Linux's would (but
+ * for a write that overlaps a read or a loan, as above), and an
  * emptied slot at tail (drained == end) takes no room (ring_used), as a
  * freed buffer; 64-byte messages move neither head nor tail, nor a page
  * through the spare, until a page's worth has gone by.  base changes
@@ -1126,14 +1130,17 @@ static int slot_bounds(struct sh_pipe *sp, uint32_t base, uint32_t off, uint32_t
  * then a millisecond at a time, a second at most: a reader that died
  * there took them with it (or a peer scribbled them away), and the write
  * fails with ENOMEM, as Linux's pipe_write when it finds no page.  A
- * non-blocking write yields only: a second is no answer to a caller that
- * asked not to wait.  0: look again.
+ * non-blocking write yields only, and then says EAGAIN: the pages are
+ * most likely a reader's moment away (one preempted there), and a second
+ * is no answer to a caller that asked not to wait.  0: look again.
  */
 static int pages_wait(unsigned int *tries, bool nonblock)
 {
 	const struct timespec ms = { 0, 1000000 };
 
-	if (++*tries > (nonblock ? 64u : 1064u))
+	if (nonblock && *tries >= 64)
+		return -EAGAIN;
+	if (++*tries > 1064)
 		return -ENOMEM;
 	if (*tries <= 64)
 		sched_yield();
@@ -1325,36 +1332,64 @@ static ssize_t slot_move(struct sh_pipe *sp, struct sh_slot *s, uint32_t idx,
 static void view_settle(struct sh_pipe *sp);
 
 /*
+ * rd_lock by a try, for a move: a few, with a yield between, since a
+ * reader holds it only while it copies (or counts, FIONREAD).  Never a
+ * wait: we hold wr_lock, and a resize or a sweep takes rd_lock, then
+ * wr_lock.  None while a read loan of this process holds it, which may be
+ * for long, and may be this thread's.
+ */
+static bool rd_lock_try(struct sh_pipe *sp)
+{
+	struct sh_ctrl *c = ctrl(sp);
+	uint32_t me = my_pid();
+
+	for (int i = 0; i < 16; i++) {
+		uint32_t free_lock = 0;
+
+		if (__atomic_compare_exchange_n(&c->rd_lock, &free_lock, me, false,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return true;
+		if (__atomic_load_n(&sp->loan_active, __ATOMIC_ACQUIRE))
+			return false;
+		sched_yield();
+	}
+	return false;
+}
+
+/*
  * An append of chars bytes that does not fit the last slot's page (the
  * ring comment): would it fit Linux's, which starts where a read last
- * emptied the slot?  chars, 0 for a new slot, or -errno.
+ * emptied the slot?  ask: not into an emptied slot (slot_extend).  chars,
+ * 0 for a new slot, or -errno.
  */
 static ssize_t slot_refit(struct sh_pipe *sp, struct sh_slot *s, uint32_t idx,
 			  struct pp_iov_iter *it, size_t chars, uint32_t end, uint32_t base,
-			  uint32_t pg, char *page, bool fast)
+			  uint32_t pg, char *page, bool ask, bool fast)
 {
 	struct sh_ctrl *c = ctrl(sp);
-	uint32_t me = my_pid(), free_lock = 0, d, start;
+	uint32_t d, start;
 	ssize_t r;
 
 	/* Acquire: a reader that emptied the slot is done with its page (a reopen writes it). */
 	d = __atomic_load_n(&s->drained, __ATOMIC_ACQUIRE);
 	start = d - base <= end - base ? d : base;
-	if (end - start + chars > pp__page_size)
+	if (end - start + chars > pp__page_size || (ask && d == end))
 		return 0;
 	if (d == end)
 		return slot_reopen_at(sp, s, idx, it, chars, end, pg, fast);
-	/* Bytes to move: with no reader in the slot, which a try of rd_lock makes sure of. */
-	if (!__atomic_compare_exchange_n(&c->rd_lock, &free_lock, me, false, __ATOMIC_ACQUIRE,
-					 __ATOMIC_RELAXED))
-		return 0;	/* a read overlaps this write */
+	/*
+	 * Bytes to move: with no reader in the slot, which rd_lock makes sure
+	 * of.  A try that fails is a read (or a loan) overlapping this write.
+	 */
+	if (!rd_lock_try(sp))
+		return 0;
 	if (__atomic_load_n(&c->sweep, __ATOMIC_RELAXED)) {
 		r = 0;		/* taken over from the dead: the next reader sweeps first */
 	} else {
 		view_settle(sp);
 		d = __atomic_load_n(&s->drained, __ATOMIC_RELAXED);
 		start = d - base <= end - base ? d : base;
-		if (end - start + chars > pp__page_size)
+		if (end - start + chars > pp__page_size || (ask && d == end))
 			r = 0;
 		else if (d == end)
 			r = slot_reopen_at(sp, s, idx, it, chars, end, pg, fast);
@@ -1409,7 +1444,7 @@ static ssize_t slot_extend(struct sh_pipe *sp, uint32_t idx, struct pp_iov_iter 
 	if (!page)
 		return -EIO;
 	if (end - base + chars > pp__page_size)
-		return slot_refit(sp, s, idx, it, chars, end, base, pg, page, fast);
+		return slot_refit(sp, s, idx, it, chars, end, base, pg, page, ask, fast);
 	cached = false;
 append:
 	if (pp__iter_copy_from(it, page + (end - base), chars) < chars)

@@ -20,6 +20,12 @@
  *    reopens the drained slot is EFAULT and leaves the slot drained, as
  *    it was: the pipe goes on as the kernel's (named test_* for
  *    mk/valgrind.mk's bad-pointer suppression);
+ *  - ask_racing_drain: a one-page pipe holds 4000 bytes; a thread reads
+ *    them while a non-blocking write of 5000 comes in.  Linux's answers
+ *    are EAGAIN (the write first: its 904-byte head does not fit after
+ *    4000) or 4096 (the read first: a fresh page takes a page of it);
+ *    never 904, which the shared ring gave when the read emptied the slot
+ *    between the write's two looks at it (src/shared.c, slot_refit: ask);
  *  - stress_threads, stress_procs: 1- to 200-byte records, a writer and a
  *    reader that mixes reads of random sizes, lends, FIONREAD and resizes;
  *    every byte arrives once and in order.  Threads let TSan see the
@@ -317,6 +323,68 @@ static long long reader_run(struct pp_file *r)
 	}
 }
 
+static struct pp_file *race_end[2];
+static int race_go;		/* 1: read now; -1: stop */
+
+static void *race_reader(void *arg)
+{
+	static unsigned char b[4000];
+	int delay = (int)(intptr_t)arg, g;
+
+	for (;;) {
+		while (!(g = __atomic_load_n(&race_go, __ATOMIC_ACQUIRE)))
+			;
+		if (g < 0)
+			return NULL;
+		for (volatile int k = 0; k < delay; k++)
+			;
+		if (pp_read(race_end[0], b, sizeof(b)) != (ssize_t)sizeof(b))
+			return (void *)1;
+		__atomic_store_n(&race_go, 0, __ATOMIC_RELEASE);
+	}
+}
+
+static int ask_racing_drain(void)
+{
+	static unsigned char b[8192];
+	long taken = 0, refused = 0;
+
+	ASSERT_EQ(pp_pipe2(race_end, PP_O_SHARED | O_NONBLOCK), 0);
+	ASSERT_EQ(pp_fcntl(race_end[1], F_SETPIPE_SZ, 4096), 4096);
+	/* Delays that move the read across the write's two looks. */
+	for (int d = 0; d < 8; d++) {
+		pthread_t t;
+		void *rc;
+
+		ASSERT_EQ(pthread_create(&t, NULL, race_reader, (void *)(intptr_t)(d * 40)), 0);
+		for (int i = 0; i < 25000; i++) {
+			ssize_t w;
+
+			ASSERT_EQ(pp_write(race_end[1], b, 4000), 4000);
+			__atomic_store_n(&race_go, 1, __ATOMIC_RELEASE);
+			w = pp_write(race_end[1], b, 5000);
+			if (w < 0)
+				ASSERT_EQ(errno, EAGAIN);
+			else
+				ASSERT_EQ(w, 4096);
+			taken += w > 0;
+			refused += w < 0;
+			while (__atomic_load_n(&race_go, __ATOMIC_ACQUIRE))
+				;
+			while (pp_read(race_end[0], b, sizeof(b)) > 0)
+				;
+		}
+		__atomic_store_n(&race_go, -1, __ATOMIC_RELEASE);
+		ASSERT_EQ(pthread_join(t, &rc), 0);
+		ASSERT_TRUE(rc == NULL);
+		race_go = 0;
+	}
+	printf("  4096 taken %ld times, EAGAIN %ld\n", taken, refused);
+	pp_close(race_end[0]);
+	pp_close(race_end[1]);
+	return 0;
+}
+
 static int stress_threads(void)
 {
 	struct pp_file *p[2];
@@ -377,6 +445,7 @@ int main(void)
 		T_SUBTEST(packet_after_drained),
 		T_SUBTEST(view_then_lend),
 		T_SUBTEST(test_reopen_fault),
+		T_SUBTEST(ask_racing_drain),
 		T_SUBTEST(stress_threads),
 		T_SUBTEST(stress_procs),
 	};
