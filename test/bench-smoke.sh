@@ -44,5 +44,12 @@ for b in pipe-threads pipe-procs; do
 		fails=$((fails + 1))
 	fi
 done
-[ "$fails" = 0 ] || exit 1
+# Again at the end, with the cells named: the runner shows a failed
+# test's last lines only, and the tables come before.
+if [ "$fails" != 0 ]; then
+	echo "bench-smoke: $fails failed check(s):"
+	grep -n '^|.*n/a' "$T"/*.out
+	grep -h -m3 -E 'Sanitizer|runtime error' "$T"/*.err
+	exit 1
+fi
 exit 0
