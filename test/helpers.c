@@ -291,6 +291,20 @@ int t_skip(const char *fmt, ...)
 	return T_EXIT_SKIP;
 }
 
+bool t_shared_missing(void)
+{
+	struct pp_file *e[2];
+
+	if (pp_pipe2(e, PP_O_SHARED) == 0) {
+		pp_close(e[0]);
+		pp_close(e[1]);
+		return false;
+	}
+	if (errno != EINVAL)
+		t_fail_at(__FILE__, __LINE__, "pp_pipe2(PP_O_SHARED): %s", strerror(errno));
+	return true;
+}
+
 void t_join_at(const char *file, int line, pthread_t th, void **ret, int seconds)
 {
 	struct timespec ts;

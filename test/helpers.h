@@ -218,6 +218,12 @@ int t_run_subtests(const struct t_subtest *tests, size_t n);
 int t_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
+ * True if pp_pipe2(PP_O_SHARED) says EINVAL (a build without shared
+ * pagepipes); any other failure fails the test.
+ */
+bool t_shared_missing(void);
+
+/*
  * Join a thread, failing the test if it has not finished within seconds
  * (a hang, e.g. a waiter that was never woken).
  */

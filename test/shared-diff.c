@@ -554,20 +554,6 @@ static int random_ops(void)
 	return T_EXIT_PASS;
 }
 
-static bool shared_missing(void)
-{
-	struct pp_file *e[2];
-
-	if (pp_pipe2(e, PP_O_SHARED) == 0) {
-		pp_close(e[0]);
-		pp_close(e[1]);
-		return false;
-	}
-	if (errno != EINVAL)
-		t_fail_at(__FILE__, __LINE__, "pp_pipe2(PP_O_SHARED): %s", strerror(errno));
-	return true;
-}
-
 int main(void)
 {
 	static const struct t_subtest tests[] = {
@@ -575,7 +561,7 @@ int main(void)
 		T_SUBTEST(random_ops),
 	};
 
-	if (shared_missing())
+	if (t_shared_missing())
 		return t_skip("pp_pipe2(PP_O_SHARED) gives EINVAL: shared pagepipes are not built");
 	return T_RUN_SUBTESTS(tests);
 }

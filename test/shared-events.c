@@ -228,20 +228,6 @@ static void hear_at(const char *file, int line, int fd, char want)
 }
 #define hear(fd, c)	hear_at(__FILE__, __LINE__, (fd), (c))
 
-static bool shared_missing(void)
-{
-	struct pp_file *e[2];
-
-	if (pp_pipe2(e, PP_O_SHARED) == 0) {
-		pp_close(e[0]);
-		pp_close(e[1]);
-		return false;
-	}
-	if (errno != EINVAL)
-		t_fail_at(__FILE__, __LINE__, "pp_pipe2(PP_O_SHARED): %s", strerror(errno));
-	return true;
-}
-
 /*
  * The kernel run (the test's expectations checked against the kernel),
  * then the pagepipe run.  child_watcher: in the pagepipe run a fork()ed
@@ -255,7 +241,7 @@ static int diff_run(void (*fn)(bool shared), bool child_watcher)
 	fn(false);
 	t_run = NULL;
 	alarm(0);
-	if (shared_missing())
+	if (t_shared_missing())
 		return t_skip("pp_pipe2(PP_O_SHARED) gives EINVAL: shared pagepipes are not built; "
 			      "the kernel half ran and passed");
 	if (child_watcher && T_TSAN)

@@ -161,20 +161,6 @@ static void notes_same(const struct notes *k, const struct notes *p, const char 
 static unsigned char big[BIG + CAP];	/* t_fill(big, .., 0, SEED) where used */
 static unsigned char buf[CAP + PIPE_BUF];
 
-static bool shared_missing(void)
-{
-	struct pp_file *e[2];
-
-	if (pp_pipe2(e, PP_O_SHARED) == 0) {
-		pp_close(e[0]);
-		pp_close(e[1]);
-		return false;
-	}
-	if (errno != EINVAL)
-		t_fail_at(__FILE__, __LINE__, "pp_pipe2(PP_O_SHARED): %s", strerror(errno));
-	return true;
-}
-
 static int diff(void (*fn)(const struct xops *ops, struct run *r))
 {
 	const char *v = getenv("SHARED_FORK_VERBOSE");
@@ -189,7 +175,7 @@ static int diff(void (*fn)(const struct xops *ops, struct run *r))
 	fn(&kops, run[0]);
 	t_run = NULL;
 	alarm(0);
-	if (shared_missing())
+	if (t_shared_missing())
 		return t_skip("pp_pipe2(PP_O_SHARED) gives EINVAL: shared pagepipes are not built "
 			      "yet; the kernel half ran and passed, the pagepipe half did not run");
 	t_run = pops.name;
