@@ -1104,13 +1104,9 @@ ssize_t pp__pipe_read(struct pp_file *f, const struct iovec *iov, int iovcnt, bo
 	/*
 	 * The fast way holds no reference on f: pp_close() waits for the
 	 * section to end (wait.c); pipe_read takes one before it lets go of
-	 * the lock with work left.  It is for a reader on its writer's CPU
-	 * only: where the two last ran says at a glance when it cannot be
-	 * (between two CPUs every instruction of the read is the pipe's
-	 * throughput), and the fast way looks at this CPU itself.
+	 * the lock with work left.
 	 */
-	ref = __atomic_load_n(&p->rd_cpu, __ATOMIC_RELAXED) !=
-	      __atomic_load_n(&p->wr_cpu, __ATOMIC_RELAXED) || !pp__pipe_lock_reader_fast(p);
+	ref = !pp__pipe_lock_reader_fast(p);
 	/*
 	 * Nor does the ordinary lock when one CAS takes it (SIDE_NOREF):
 	 * pp_close() waits for that section too.  Only a lock we must wait

@@ -537,27 +537,27 @@ bool pp__pipe_trylock_producer_noref(struct pp_pipe *p)
 /*
  * The consumer's bias: pp__pipe_read comes the fast way, and nothing
  * else does; it leaves the fast section, with a reference on its file,
- * before anything that waits (pipe.c).  Only while the writer last ran on
- * this CPU.  There the two threads take turns, and rd_mutex's CAS and
- * exchange and the file reference's add and subtract are a third of a
- * 64 B read's cost (bench/pipe-threads -t msg 64, same CPU: 1259 -> 1886
- * MB/s with all four made plain in a test build).  Between two CPUs the
- * same change made 64 B worse, 1790 -> 616 MB/s: a reader that fast
- * catches up with its writer and then meets it on the slot line at every
- * message (docs/design.md: the catching-up reader), where the locked
- * instructions kept it behind.
+ * before anything that waits (pipe.c).  On one CPU the two threads take
+ * turns, and rd_mutex's CAS and exchange and the file reference's add and
+ * subtract were a third of a 64 B read's cost (bench/pipe-threads -t msg
+ * 64, same CPU: 1259 -> 1886 MB/s with all four made plain in a test
+ * build).  Between two CPUs the exchange that lets go of the lock waits
+ * for the read's store of tail, a line the writer of a full pipe polls,
+ * so it paid a miss per read: 4 KiB messages 6.0-6.1 -> 7.8-7.9 GB/s
+ * with the fast way taken there too (four pairs, 2026-12-07; 64 B, 64 KiB
+ * and the round trip level).  It was once kept to the writer's CPU, when
+ * a reader that fast caught up with its writer and met it on the slot
+ * line at every message (docs/design.md: the catching-up reader); the
+ * quick read and the drained slot have since taken that line out of the
+ * reader's path.
  */
-#ifndef PP_RD_BIAS_ANY_CPU
-#define PP_RD_BIAS_ANY_CPU	0	/* tests: the fast way wherever the writer ran */
-#endif
-
 bool pp__pipe_lock_reader_fast(struct pp_pipe *p)
 {
-	int cpu = this_cpu();
+	int cpu;
 
-	if ((!PP_RD_BIAS_ANY_CPU && __atomic_load_n(&p->wr_cpu, __ATOMIC_RELAXED) != cpu) ||
-	    !bias_enter(&p->rd_bias, &p->rd_mutex))
+	if (!bias_enter(&p->rd_bias, &p->rd_mutex))
 		return false;
+	cpu = this_cpu();
 	if (__atomic_load_n(&p->rd_cpu, __ATOMIC_RELAXED) != cpu)
 		__atomic_store_n(&p->rd_cpu, cpu, __ATOMIC_RELAXED);
 	return true;

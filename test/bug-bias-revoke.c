@@ -23,15 +23,15 @@
 
 #define PP_BIAS_AFTER		1
 #define PP_BIAS_AFTER_MAX	1
-#define PP_RD_BIAS_ANY_CPU	1
 #include "../src/wait.c"
 
 #include <sched.h>
 
 /*
- * pp_read goes the fast way only where the writer last ran (the library's
- * pipe.c looks at that, whatever this copy of wait.c allows): the tests
- * of whole reads keep the threads that must meet there on CPU 0.
+ * The tests of whole reads were written when pp_read went the fast way
+ * only where the writer last ran, and keep the threads that met there on
+ * CPU 0; it goes the fast way on any CPU now, and readers_under_revokes'
+ * readers on the other CPUs take it there.
  */
 static void on_cpu0(void)
 {
