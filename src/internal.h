@@ -203,6 +203,7 @@ static inline bool pp__iter_fits(const struct pp_iov_iter *it, size_t len)
 size_t  pp__iter_copy_from_many(struct pp_iov_iter *it, char *dst, size_t len);
 bool    pp__iter_plain(const struct pp_iov_iter *it, size_t n);
 size_t  pp__iter_copy_iter(struct pp_iov_iter *dst, struct pp_iov_iter *src, size_t n);
+void    pp__iter_prefault(const struct pp_iov_iter *it, size_t n);
 ssize_t pp__iter_copy_buf_many(struct pp_pipe *p, struct pp_buf *buf, size_t off, size_t len,
 			       struct pp_iov_iter *it);
 

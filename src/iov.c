@@ -127,3 +127,27 @@ size_t pp__iter_copy_iter(struct pp_iov_iter *dst, struct pp_iov_iter *src, size
 	}
 	return done;
 }
+
+/*
+ * Touch the next n bytes, a load per page, so that a fault on them is
+ * taken now, before the caller takes a lock that a slow fault must not
+ * hold (shared.c: slot_refit).  A NULL segment is skipped: the copy
+ * reports it.  Nothing is read into anything: the loads only fault.
+ */
+void pp__iter_prefault(const struct pp_iov_iter *it, size_t n)
+{
+	const struct iovec *iov = it->iov;
+	size_t off = it->off;
+
+	for (int i = 0; i < it->nr && n; i++, iov++, off = 0) {
+		size_t len = min_t(size_t, iov->iov_len - off, n);
+		const volatile char *at = (const char *)iov->iov_base + off;
+
+		n -= len;
+		if (!len || !iov->iov_base)
+			continue;
+		for (size_t k = 0; k < len; k += pp__page_size - ((uintptr_t)(at + k) & (pp__page_size - 1)))
+			(void)at[k];
+		(void)at[len - 1];
+	}
+}

@@ -1380,7 +1380,13 @@ static ssize_t slot_refit(struct sh_pipe *sp, struct sh_slot *s, uint32_t idx,
 	/*
 	 * Bytes to move: with no reader in the slot, which rd_lock makes sure
 	 * of.  A try that fails is a read (or a loan) overlapping this write.
+	 * The write's own bytes are copied under rd_lock (slot_move,
+	 * slot_reopen_at), so their faults are taken first: a reader that
+	 * waits LOCK_STUCK_WAITS for a copy stopped in a fault (userfaultfd,
+	 * a hung file mapping) would take the hold for a scribble and poison
+	 * the pipe (test/shared-fault-hold).
 	 */
+	pp__iter_prefault(it, chars);
 	if (!rd_lock_try(sp))
 		return 0;
 	if (__atomic_load_n(&c->sweep, __ATOMIC_RELAXED)) {
