@@ -81,7 +81,9 @@
  * One reader is in that window at a time (rd_lock); the rest is margin.
  */
 #define SH_PAGES	(SH_SLOTS + 8u)
+#ifndef SH_SLEEP_NS
 #define SH_SLEEP_NS	50000000L	/* a sleep re-checks the tokens this often */
+#endif
 #define SH_SPIN_NS	20000LL		/* before sleeping, when a peer may be running */
 #define SH_YIELD_NS	200000LL	/* yielding to a peer on our CPU, before sleeping */
 #define SH_BIAS_RECS	8u		/* threads that can hold a pipe's write bias: records */
@@ -1835,8 +1837,20 @@ static bool slot_drain(struct sh_pipe *sp, struct sh_slot *s, uint32_t tail, uin
 		return false;
 	/* Release: our copy out of the page is done before a reopen writes it. */
 	__atomic_store_n(&s->drained, end, __ATOMIC_RELEASE);
-	/* A writer waits for room only when the one slot was all the pipe may hold. */
-	if (__atomic_load_n(&ctrl(sp)->max_usage, __ATOMIC_RELAXED) <= 1)
+	/*
+	 * The slot counts as room now, so a writer asleep for room must hear
+	 * of it: one that filled a one-slot pipe, or one that filled the
+	 * pipe while the caller copied, after its load of head (a page's
+	 * copy, a lend).  The look at the sleepers is a plain load of a line
+	 * that changes only when a writer sleeps.  A writer that counts
+	 * itself in and looks at drained in the moment before our store is
+	 * seen and our load is made can miss both: it sleeps until its
+	 * SH_SLEEP_NS is up, and any later read that retires this slot wakes
+	 * it sooner.  Ordering the two (a barrier after the store) would
+	 * cost every drain, which at 64 B is every read.
+	 */
+	if (__atomic_load_n(&ctrl(sp)->max_usage, __ATOMIC_RELAXED) <= 1 ||
+	    __atomic_load_n(&ctrl(sp)->wr_sleepers, __ATOMIC_RELAXED))
 		*freed = true;
 	return true;
 }
