@@ -9,8 +9,8 @@
  *             vmsplice out, splice or tee out of the pipe, a read loan).
  *             Only its holder moves tail or touches a slot's offset and
  *             len once the slot is published.  A thread that reads alone
- *             on its writer's CPU may hold it by its bias for a read, up
- *             to any wait (wait.c: the consumer's bias).
+ *             may hold it by its bias for a read, up to any wait (wait.c:
+ *             the consumer's bias).
  *   wr_mutex  the producer lock: one producer at a time (write, writev,
  *             vmsplice in, splice or tee into the pipe, pp_pipe_add_buf).
  *             Only its holder moves head or fills a slot.  A thread that
