@@ -19,90 +19,40 @@
 #include "helpers.h"
 #include "internal.h"
 
-#include <fcntl.h>
-#include <linux/userfaultfd.h>
-#include <poll.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 
 #define LEN	(16 * 4096)
 
-#ifndef UFFD_USER_MODE_ONLY
-#define UFFD_USER_MODE_ONLY	1
-#endif
-
-struct job {
-	struct pp_file *end;
-	char *buf;
-	bool write;
-	ssize_t ret;
-	bool done;		/* atomic */
-};
-
-static void *copier(void *arg)
-{
-	struct job *j = arg;
-
-	j->ret = j->write ? pp_write(j->end, j->buf, LEN) : pp_read(j->end, j->buf, LEN);
-	__atomic_store_n(&j->done, true, __ATOMIC_RELEASE);
-	return NULL;
-}
-
 static void *closer(void *arg)
 {
-	struct job *j = arg;
+	struct t_io *j = arg;
 
 	j->ret = pp_close(j->end);
-	__atomic_store_n(&j->done, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&j->done_ms, t_now_ms(), __ATOMIC_RELEASE);
 	return NULL;
-}
-
-static int uffd_open(void)
-{
-	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
-	struct uffdio_api api = { .api = UFFD_API };
-
-	if (fd < 0)
-		fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (ioctl(fd, UFFDIO_API, &api)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
 }
 
 static int close_during_copy(bool write)
 {
 	static char src[LEN];
-	struct job cj = { 0 }, xj = { 0 };
-	struct uffdio_register reg;
-	struct uffdio_copy copy;
-	struct uffd_msg msg;
+	struct t_io cj = { 0 }, xj = { 0 };
 	struct pp_file *e[2], *mine;
 	struct pp_side_lock *lock;
 	pthread_t ct, xt;
-	struct pollfd pfd;
 	char *buf;
 	int uffd;
 
 	if (t_under_valgrind())
 		return t_skip("valgrind does not support userfaultfd");
-	uffd = uffd_open();
-	if (uffd < 0)
+	buf = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_TRUE(buf != MAP_FAILED);
+	uffd = t_uffd_missing(buf, LEN);
+	if (uffd < 0) {
+		munmap(buf, LEN);
 		return t_skip("userfaultfd(2): %s (vm.unprivileged_userfaultfd, or no kernel "
 			      "support): the copy cannot be stopped inside the section",
 			      strerror(errno));
-	buf = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_TRUE(buf != MAP_FAILED);
-	reg = (struct uffdio_register){
-		.range = { .start = (uintptr_t)buf, .len = LEN },
-		.mode = UFFDIO_REGISTER_MODE_MISSING,
-	};
-	if (ioctl(uffd, UFFDIO_REGISTER, &reg))
-		return t_skip("UFFDIO_REGISTER: %s", strerror(errno));
+	}
 
 	t_pipe2(e, PP_O_NOSIGPIPE);
 	t_fill(src, LEN, 0, 7);
@@ -113,13 +63,10 @@ static int close_during_copy(bool write)
 	mine = write ? e[1] : e[0];
 	lock = write ? &mine->pipe->wr_mutex : &mine->pipe->rd_mutex;
 
-	cj = (struct job){ .end = mine, .buf = buf, .write = write };
-	ASSERT_EQ(pthread_create(&ct, NULL, copier, &cj), 0);
+	cj = (struct t_io){ .end = mine, .buf = buf, .len = LEN, .write = write };
+	ASSERT_EQ(pthread_create(&ct, NULL, t_io_main, &cj), 0);
 	/* The copy's first touch faults: the caller is inside, the lock held. */
-	pfd = (struct pollfd){ .fd = uffd, .events = POLLIN };
-	ASSERT_EQ(poll(&pfd, 1, 20000), 1);
-	ASSERT_EQ(read(uffd, &msg, sizeof(msg)), (ssize_t)sizeof(msg));
-	ASSERT_EQ(msg.event, UFFD_EVENT_PAGEFAULT);
+	t_uffd_wait_fault(uffd);
 	ASSERT_TRUE(__atomic_load_n(&lock->state, __ATOMIC_RELAXED) & SIDE_HELD);
 	/* The way in this test means: no reference taken (one, the open one). */
 	ASSERT_TRUE(__atomic_load_n(&lock->state, __ATOMIC_RELAXED) & SIDE_NOREF);
@@ -127,20 +74,17 @@ static int close_during_copy(bool write)
 	if (write)
 		ASSERT_EQ(pp_close(e[0]), 0);	/* the pipe stays: the write end is open */
 
-	xj = (struct job){ .end = mine };
+	xj = (struct t_io){ .end = mine };
 	ASSERT_EQ(pthread_create(&xt, NULL, closer, &xj), 0);
 	t_sleep_ms(100);
 	/* The close waits for the copy; the copy is still stopped. */
-	ASSERT_EQ(__atomic_load_n(&xj.done, __ATOMIC_ACQUIRE), false);
-	ASSERT_EQ(__atomic_load_n(&cj.done, __ATOMIC_ACQUIRE), false);
+	ASSERT_EQ(__atomic_load_n(&xj.done_ms, __ATOMIC_ACQUIRE), 0);
+	ASSERT_EQ(__atomic_load_n(&cj.done_ms, __ATOMIC_ACQUIRE), 0);
 
 	/* Let the copy go on: the read's with zeros it overwrites, the write's with its bytes. */
 	if (!write)
 		memset(src, 0, LEN);
-	copy = (struct uffdio_copy){
-		.dst = (uintptr_t)buf, .src = (uintptr_t)src, .len = LEN, .mode = 0,
-	};
-	ASSERT_EQ(ioctl(uffd, UFFDIO_COPY, &copy), 0);
+	t_uffd_fill(uffd, buf, src, LEN);
 	t_join(ct, NULL, 20);
 	t_join(xt, NULL, 20);
 	ASSERT_EQ(xj.ret, 0);

@@ -5,10 +5,14 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -317,6 +321,67 @@ void t_join_at(const char *file, int line, pthread_t th, void **ret, int seconds
 		t_fail_at(file, line, "a thread did not finish within %d s (hang)", seconds);
 	if (e)
 		t_fail_at(file, line, "pthread_timedjoin_np: %s", strerror(e));
+}
+
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY	1
+#endif
+
+int t_uffd_missing(void *addr, size_t len)
+{
+	/* User-mode faults only where the kernel asks for it (vm.unprivileged_userfaultfd = 0). */
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = {
+		.range = { .start = (uintptr_t)addr, .len = len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	int e;
+
+	if (fd < 0)
+		fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (ioctl(fd, UFFDIO_API, &api) || ioctl(fd, UFFDIO_REGISTER, &reg)) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+void t_uffd_wait_fault_at(const char *file, int line, int uffd)
+{
+	struct pollfd pfd = { .fd = uffd, .events = POLLIN };
+	struct uffd_msg msg;
+
+	if (poll(&pfd, 1, 20000) != 1)
+		t_fail_at(file, line, "no fault on the userfaultfd range within 20 s");
+	if (read(uffd, &msg, sizeof(msg)) != (ssize_t)sizeof(msg))
+		t_fail_at(file, line, "read(userfaultfd): %s", strerror(errno));
+	if (msg.event != UFFD_EVENT_PAGEFAULT)
+		t_fail_at(file, line, "userfaultfd event %u, not a page fault", msg.event);
+}
+
+void t_uffd_fill_at(const char *file, int line, int uffd, void *addr, const void *src, size_t len)
+{
+	struct uffdio_copy copy = {
+		.dst = (uintptr_t)addr, .src = (uintptr_t)src, .len = len, .mode = 0,
+	};
+
+	if (ioctl(uffd, UFFDIO_COPY, &copy))
+		t_fail_at(file, line, "UFFDIO_COPY: %s", strerror(errno));
+}
+
+void *t_io_main(void *arg)
+{
+	struct t_io *io = arg;
+
+	io->ret = io->write ? pp_write(io->end, io->buf, io->len) : pp_read(io->end, io->buf, io->len);
+	io->err = errno;
+	__atomic_store_n(&io->done_ms, t_now_ms(), __ATOMIC_RELEASE);
+	return NULL;
 }
 
 static atomic_int sigpipes;

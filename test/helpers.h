@@ -230,6 +230,36 @@ bool t_shared_missing(void);
 void t_join_at(const char *file, int line, pthread_t th, void **ret, int seconds);
 #define t_join(th, ret, seconds)	t_join_at(__FILE__, __LINE__, (th), (ret), (seconds))
 
+/*
+ * userfaultfd(2) over [addr, addr + len), missing mode: the first touch
+ * of each page there stops until the test fills it, so a call can be held
+ * at a chosen point for as long as the test likes.  The descriptor, or -1
+ * with errno where it is refused (vm.unprivileged_userfaultfd, no kernel
+ * support): the test then skips.  valgrind does not support it either.
+ */
+int  t_uffd_missing(void *addr, size_t len);
+/* Wait (20 s at most) until a touch of the range stops: a page fault event. */
+void t_uffd_wait_fault_at(const char *file, int line, int uffd);
+#define t_uffd_wait_fault(uffd)	t_uffd_wait_fault_at(__FILE__, __LINE__, (uffd))
+/* Fill len bytes at addr (page-aligned) from src: the stopped touch goes on. */
+void t_uffd_fill_at(const char *file, int line, int uffd, void *addr, const void *src, size_t len);
+#define t_uffd_fill(uffd, addr, src, len)	t_uffd_fill_at(__FILE__, __LINE__, (uffd), (addr), (src), (len))
+
+/*
+ * One pp_read or pp_write in a thread of its own (t_io_main): its result,
+ * errno, and when it returned (done_ms, atomic: 0 until then).
+ */
+struct t_io {
+	struct pp_file *end;
+	void *buf;
+	size_t len;
+	bool write;
+	ssize_t ret;
+	int err;
+	long long done_ms;
+};
+void *t_io_main(void *arg);
+
 /* Count SIGPIPEs with a handler (so EPIPE is returned and nothing dies). */
 void t_sigpipe_count_start(void);
 int  t_sigpipe_count(void);

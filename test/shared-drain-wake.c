@@ -23,81 +23,30 @@
 #define SH_SLEEP_NS	900000000L
 #include "../src/shared.c"
 
-#include <linux/userfaultfd.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
-
-#ifndef UFFD_USER_MODE_ONLY
-#define UFFD_USER_MODE_ONLY	1
-#endif
-
-struct job {
-	struct pp_file *end;
-	char *buf;
-	size_t len;
-	bool write;
-	ssize_t ret;
-	long long done_ms;	/* atomic: when the call returned, 0 before */
-};
-
-static void *run_job(void *arg)
-{
-	struct job *j = arg;
-
-	j->ret = j->write ? pp_write(j->end, j->buf, j->len) : pp_read(j->end, j->buf, j->len);
-	__atomic_store_n(&j->done_ms, t_now_ms(), __ATOMIC_RELEASE);
-	return NULL;
-}
-
-static int uffd_open(void)
-{
-	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
-	struct uffdio_api api = { .api = UFFD_API };
-
-	if (fd < 0)
-		fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (ioctl(fd, UFFDIO_API, &api)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
 
 static int drain_wakes_writer(void)
 {
 	const size_t psz = (size_t)sysconf(_SC_PAGESIZE);
 	const int pages = 4;
-	struct job rj, wj;
-	struct uffdio_register reg;
-	struct uffdio_copy copy;
-	struct uffd_msg msg;
+	struct t_io rj, wj;
 	struct pp_file *e[2];
 	struct sh_ctrl *c;
 	pthread_t rt, wt;
-	struct pollfd pfd;
 	char *dst, *src, *want, *got;
 	long long t0, until;
 	int uffd;
 
 	if (t_under_valgrind())
 		return t_skip("valgrind does not support userfaultfd");
-	uffd = uffd_open();
-	if (uffd < 0)
+	dst = mmap(NULL, psz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_TRUE(dst != MAP_FAILED);
+	uffd = t_uffd_missing(dst, psz);
+	if (uffd < 0) {
+		munmap(dst, psz);
 		return t_skip("userfaultfd(2): %s (vm.unprivileged_userfaultfd, or no kernel "
 			      "support): the read cannot be stopped in its copy",
 			      strerror(errno));
-	dst = mmap(NULL, psz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_TRUE(dst != MAP_FAILED);
-	reg = (struct uffdio_register){
-		.range = { .start = (uintptr_t)dst, .len = psz },
-		.mode = UFFDIO_REGISTER_MODE_MISSING,
-	};
-	if (ioctl(uffd, UFFDIO_REGISTER, &reg)) {
-		close(uffd);
-		munmap(dst, psz);
-		return t_skip("UFFDIO_REGISTER: %s", strerror(errno));
 	}
 	src = calloc(1, psz);
 	want = malloc((pages + 1) * psz);
@@ -111,17 +60,14 @@ static int drain_wakes_writer(void)
 	ASSERT_EQ(pp_write(e[1], want, psz), (ssize_t)psz);
 
 	/* The read loads head (one page), then stops in its copy. */
-	rj = (struct job){ .end = e[0], .buf = dst, .len = psz };
-	ASSERT_EQ(pthread_create(&rt, NULL, run_job, &rj), 0);
-	pfd = (struct pollfd){ .fd = uffd, .events = POLLIN };
-	ASSERT_EQ(poll(&pfd, 1, 20000), 1);
-	ASSERT_EQ(read(uffd, &msg, sizeof(msg)), (ssize_t)sizeof(msg));
-	ASSERT_EQ(msg.event, UFFD_EVENT_PAGEFAULT);
+	rj = (struct t_io){ .end = e[0], .buf = dst, .len = psz };
+	ASSERT_EQ(pthread_create(&rt, NULL, t_io_main, &rj), 0);
+	t_uffd_wait_fault(uffd);
 
 	/* The pipe fills behind it, and one more write goes to sleep. */
 	ASSERT_EQ(pp_write(e[1], want + psz, (pages - 1) * psz), (ssize_t)((pages - 1) * psz));
-	wj = (struct job){ .end = e[1], .buf = want + pages * psz, .len = psz, .write = true };
-	ASSERT_EQ(pthread_create(&wt, NULL, run_job, &wj), 0);
+	wj = (struct t_io){ .end = e[1], .buf = want + pages * psz, .len = psz, .write = true };
+	ASSERT_EQ(pthread_create(&wt, NULL, t_io_main, &wj), 0);
 	until = t_now_ms() + 10000;
 	while (!__atomic_load_n(&c->wr_sleepers, __ATOMIC_ACQUIRE) && t_now_ms() < until)
 		t_sleep_ms(1);
@@ -129,9 +75,8 @@ static int drain_wakes_writer(void)
 	ASSERT_EQ(__atomic_load_n(&wj.done_ms, __ATOMIC_ACQUIRE), 0);
 
 	/* The page comes in: the read ends, and must wake the writer. */
-	copy = (struct uffdio_copy){ .dst = (uintptr_t)dst, .src = (uintptr_t)src, .len = psz };
 	t0 = t_now_ms();
-	ASSERT_EQ(ioctl(uffd, UFFDIO_COPY, &copy), 0);
+	t_uffd_fill(uffd, dst, src, psz);
 	t_join(rt, NULL, 20);
 	t_join(wt, NULL, 20);
 	ASSERT_EQ(rj.ret, (ssize_t)psz);

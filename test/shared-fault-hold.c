@@ -19,64 +19,15 @@
  */
 #include "helpers.h"
 
-#include <fcntl.h>
-#include <linux/userfaultfd.h>
-#include <poll.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-
-#ifndef UFFD_USER_MODE_ONLY
-#define UFFD_USER_MODE_ONLY	1
-#endif
-
-struct job {
-	struct pp_file *end;
-	char *buf;
-	size_t len;
-	bool write;
-	ssize_t ret;
-	int err;
-	bool done;		/* atomic */
-};
-
-static void *run_job(void *arg)
-{
-	struct job *j = arg;
-
-	j->ret = j->write ? pp_write(j->end, j->buf, j->len) : pp_read(j->end, j->buf, j->len);
-	j->err = errno;
-	__atomic_store_n(&j->done, true, __ATOMIC_RELEASE);
-	return NULL;
-}
-
-static int uffd_open(void)
-{
-	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
-	struct uffdio_api api = { .api = UFFD_API };
-
-	if (fd < 0)
-		fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (ioctl(fd, UFFDIO_API, &api)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
 
 static int move_faults_outside_rd_lock(void)
 {
 	const size_t psz = (size_t)sysconf(_SC_PAGESIZE);
 	const size_t first = 64, second = psz - 96, late = 50;
-	struct job wj, rj;
-	struct uffdio_register reg;
-	struct uffdio_copy copy;
-	struct uffd_msg msg;
+	struct t_io wj, rj;
 	struct pp_file *e[2];
 	pthread_t wt, rt;
-	struct pollfd pfd;
 	char *src, *buf, *got, *want;
 	size_t total = first + second + late, at;
 	long long until;
@@ -84,21 +35,14 @@ static int move_faults_outside_rd_lock(void)
 
 	if (t_under_valgrind())
 		return t_skip("valgrind does not support userfaultfd");
-	uffd = uffd_open();
-	if (uffd < 0)
+	buf = mmap(NULL, psz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_TRUE(buf != MAP_FAILED);
+	uffd = t_uffd_missing(buf, psz);
+	if (uffd < 0) {
+		munmap(buf, psz);
 		return t_skip("userfaultfd(2): %s (vm.unprivileged_userfaultfd, or no kernel "
 			      "support): the write cannot be stopped in a fault",
 			      strerror(errno));
-	buf = mmap(NULL, psz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_TRUE(buf != MAP_FAILED);
-	reg = (struct uffdio_register){
-		.range = { .start = (uintptr_t)buf, .len = psz },
-		.mode = UFFDIO_REGISTER_MODE_MISSING,
-	};
-	if (ioctl(uffd, UFFDIO_REGISTER, &reg)) {
-		close(uffd);
-		munmap(buf, psz);
-		return t_skip("UFFDIO_REGISTER: %s", strerror(errno));
 	}
 	src = malloc(psz);
 	want = malloc(total);
@@ -119,22 +63,19 @@ static int move_faults_outside_rd_lock(void)
 	 * 50 more do not fit after the slot's end, but fit Linux's page,
 	 * which starts at the drain: the write moves the slot's bytes.
 	 */
-	wj = (struct job){ .end = e[1], .buf = buf, .len = late, .write = true };
-	ASSERT_EQ(pthread_create(&wt, NULL, run_job, &wj), 0);
-	pfd = (struct pollfd){ .fd = uffd, .events = POLLIN };
-	ASSERT_EQ(poll(&pfd, 1, 20000), 1);
-	ASSERT_EQ(read(uffd, &msg, sizeof(msg)), (ssize_t)sizeof(msg));
-	ASSERT_EQ(msg.event, UFFD_EVENT_PAGEFAULT);
+	wj = (struct t_io){ .end = e[1], .buf = buf, .len = late, .write = true };
+	ASSERT_EQ(pthread_create(&wt, NULL, t_io_main, &wj), 0);
+	t_uffd_wait_fault(uffd);
 
 	/* The write is stopped in its fault: a reader goes on meanwhile. */
-	rj = (struct job){ .end = e[0], .buf = got + at, .len = 10 };
-	ASSERT_EQ(pthread_create(&rt, NULL, run_job, &rj), 0);
+	rj = (struct t_io){ .end = e[0], .buf = got + at, .len = 10 };
+	ASSERT_EQ(pthread_create(&rt, NULL, t_io_main, &rj), 0);
 	until = t_now_ms() + 4000;	/* past LOCK_STUCK_WAITS */
-	while (!__atomic_load_n(&rj.done, __ATOMIC_ACQUIRE) && t_now_ms() < until)
+	while (!__atomic_load_n(&rj.done_ms, __ATOMIC_ACQUIRE) && t_now_ms() < until)
 		t_sleep_ms(5);
-	if (!__atomic_load_n(&rj.done, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&rj.done_ms, __ATOMIC_ACQUIRE))
 		t_fail_at(__FILE__, __LINE__, "the read waited 4 s for a write stopped in a fault");
-	ASSERT_EQ(__atomic_load_n(&wj.done, __ATOMIC_ACQUIRE), false);
+	ASSERT_EQ(__atomic_load_n(&wj.done_ms, __ATOMIC_ACQUIRE), 0);
 	if (rj.ret < 0)
 		t_fail_at(__FILE__, __LINE__, "the read: %s (the pipe was poisoned)",
 			  strerror(rj.err));
@@ -143,8 +84,7 @@ static int move_faults_outside_rd_lock(void)
 
 	/* The page comes in: the write goes on with its bytes. */
 	memcpy(src, want + first + second, late);
-	copy = (struct uffdio_copy){ .dst = (uintptr_t)buf, .src = (uintptr_t)src, .len = psz };
-	ASSERT_EQ(ioctl(uffd, UFFDIO_COPY, &copy), 0);
+	t_uffd_fill(uffd, buf, src, psz);
 	t_join(wt, NULL, 20);
 	t_join(rt, NULL, 20);
 	ASSERT_EQ(wj.ret, (ssize_t)late);
